@@ -1,0 +1,1 @@
+"""bicameral: a two-chamber personal assistant for chat."""

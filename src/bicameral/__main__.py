@@ -1,0 +1,3 @@
+from bicameral.cli import main
+
+main()

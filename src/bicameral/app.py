@@ -1,0 +1,103 @@
+"""Wiring: build the stores, chambers and channels; start and stop them in order."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bicameral.back.runner import NativeRunner
+from bicameral.back.single import SingleChamber
+from bicameral.channels.base import Channel
+from bicameral.config import Settings
+from bicameral.front.conversation import Conversation
+from bicameral.gate.access import AccessPolicy
+from bicameral.gate.gate import Gate
+from bicameral.gate.ratelimit import RateLimiter
+from bicameral.models import build_model
+from bicameral.models.base import Model
+from bicameral.outbox import Outbox
+from bicameral.store import Stores
+from bicameral.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(Exception):
+    """The configuration cannot work; the message says what to fix."""
+
+
+@dataclass
+class App:
+    settings: Settings
+    channels: Sequence[Channel]
+    back_model: Model | None = None
+    stores: Stores = field(init=False)
+    outbox: Outbox = field(init=False)
+    conversation: Conversation = field(init=False)
+    gate: Gate = field(init=False)
+    _stopped: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.stores = Stores.open(settings.db_path)
+        self.outbox = Outbox(self.stores.messages)
+        for channel in self.channels:
+            self.outbox.register(channel)
+        registry = ToolRegistry.discover(audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds)
+        model = self.back_model or build_model(settings.back_model, settings)
+        runner = NativeRunner(
+            model,
+            registry,
+            max_iterations=settings.max_iterations,
+            max_tokens=settings.max_tokens,
+            max_errors=settings.tool_error_max_count,
+            error_window_seconds=settings.tool_error_window_seconds,
+        )
+        handler = SingleChamber(settings, self.stores, runner)
+        self.conversation = Conversation(
+            settings, handler, self.outbox, self.stores.messages, on_reset=self.stores.sessions.clear
+        )
+        access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
+        limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)
+        self.gate = Gate(settings, access, self.stores, self.outbox, self.conversation.submit, limiter)
+
+    async def start(self) -> None:
+        for channel in self.channels:
+            await channel.start(self.gate)
+            log.info("channel %s ready", channel.name)
+        await self.conversation.recover()
+        log.info("ready (mode=%s, back=%s)", self.settings.mode, self.settings.back_model)
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def wait(self) -> None:
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        for channel in self.channels:
+            try:
+                await channel.stop()
+            except Exception:
+                log.exception("channel %s did not stop cleanly", channel.name)
+        await self.conversation.close()
+        self.stores.close()
+        log.info("stopped")
+
+
+def configured_channels(settings: Settings) -> list[Channel]:
+    """The channels `bicameral run` serves, from the settings."""
+    channels: list[Channel] = []
+    if settings.telegram_token is not None:
+        from bicameral.channels.telegram import TelegramChannel
+
+        channels.append(TelegramChannel(settings))
+    if not channels:
+        raise ConfigError(
+            "no channel is configured: set BICAMERAL_TELEGRAM_TOKEN (from @BotFather) to serve Telegram, "
+            "or run `bicameral chat` to talk in this terminal"
+        )
+    return channels

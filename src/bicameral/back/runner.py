@@ -1,0 +1,90 @@
+"""The native agent loop: model → tool calls → results → model, until a final text."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bicameral.back.breakers import Breakers
+from bicameral.models.base import (
+    Message,
+    Model,
+    ModelError,
+    TextBlock,
+    ToolResultBlock,
+    Usage,
+    complete,
+)
+from bicameral.tools.base import ToolContext
+from bicameral.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+# Returns text that arrived while the loop ran (one envelope), or None; called at tool boundaries.
+DrainInjected = Callable[[], str | None]
+
+
+@dataclass
+class RunResult:
+    text: str
+    messages: list[Message]
+    usage: Usage = field(default_factory=Usage)
+    iterations: int = 0
+    stopped: str | None = None  # why the loop was cut short (breaker, max iterations)
+    error: ModelError | None = None
+
+
+@dataclass
+class NativeRunner:
+    model: Model
+    tools: ToolRegistry
+    max_iterations: int = 20
+    max_tokens: int = 4096
+    max_errors: int = 3
+    error_window_seconds: float = 60.0
+
+    async def run(
+        self,
+        system: str,
+        messages: list[Message],
+        ctx: ToolContext,
+        drain_injected: DrainInjected = lambda: None,
+    ) -> RunResult:
+        """Run the loop on `messages` (history plus the new user turn); never raises ModelError."""
+        messages = list(messages)
+        breakers = Breakers(self.max_errors, self.error_window_seconds)
+        usage = Usage()
+        specs = self.tools.specs()
+        for iteration in range(1, self.max_iterations + 1):
+            try:
+                completion = await complete(self.model, system, messages, specs, self.max_tokens)
+            except ModelError as exc:
+                log.warning("model call failed (%s): %s", exc.kind, exc)
+                return RunResult("", messages, usage, iteration, error=exc)
+            usage = usage + completion.usage
+            messages.append(completion.as_message())
+            if not completion.tool_calls:
+                return RunResult(completion.text.strip(), messages, usage, iteration)
+            results: list = []
+            for call in completion.tool_calls:
+                if breakers.tripped or breakers.before_call(call.name, call.input):
+                    results.append(ToolResultBlock(tool_use_id=call.id, content="not run: turn stopped", is_error=True))
+                    continue
+                result = await self.tools.execute(call.name, call.input, ctx)
+                breakers.after_call(call.name, result.is_error)
+                results.append(ToolResultBlock(tool_use_id=call.id, content=result.content, is_error=result.is_error))
+            injected = drain_injected()
+            if injected:
+                results.append(TextBlock(text=injected))
+            messages.append(Message(role="user", content=results))
+            if breakers.tripped:
+                return RunResult(completion.text.strip(), _closed(messages), usage, iteration, stopped=breakers.tripped)
+        return RunResult("", _closed(messages), usage, self.max_iterations, stopped="it hit the step limit")
+
+
+def _closed(messages: list[Message]) -> list[Message]:
+    """End the transcript on an assistant message so the next turn's user message alternates."""
+    if messages and messages[-1].role == "user":
+        return messages + [Message.assistant("(stopped here)")]
+    return messages

@@ -1,0 +1,71 @@
+"""Single mode: one model runs the whole turn (talks and works), its session persisted per chat."""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+
+from bicameral.back.failures import describe_model_error, describe_stop
+from bicameral.back.runner import NativeRunner
+from bicameral.back.session import prepare_for_storage
+from bicameral.config import Settings
+from bicameral.events import SendText
+from bicameral.front.envelope import content_blocks, envelope
+from bicameral.front.turn import Turn
+from bicameral.models.base import MESSAGES, Message
+from bicameral.store import Stores
+from bicameral.tools.base import ToolContext
+
+log = logging.getLogger(__name__)
+
+
+class SingleChamber:
+    """The TurnHandler for `single` mode."""
+
+    def __init__(self, settings: Settings, stores: Stores, runner: NativeRunner) -> None:
+        self._settings = settings
+        self._stores = stores
+        self._runner = runner
+        self._template = resources.files("bicameral.prompts").joinpath("single.md").read_text(encoding="utf-8")
+
+    def system_prompt(self, turn: Turn) -> str:
+        first = turn.batch[0]
+        kind = "a private chat with " + first.sender.name if first.is_private else f"the group {first.chat_title or first.chat}"
+        return self._template.format(bot_name=self._settings.bot_name, chat_kind=kind)
+
+    async def handle(self, turn: Turn) -> None:
+        history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
+        user = Message(role="user", content=content_blocks(turn.batch))
+        ctx = ToolContext(
+            chat=turn.chat,
+            turn_id=turn.turn_id,
+            settings=self._settings,
+            perform=turn.perform,
+            stores=self._stores,
+            message_ids=tuple(i.message_id for i in turn.batch),
+            is_owner=turn.is_owner,
+        )
+        transcript = history + [user]
+        try:
+            result = await self._runner.run(
+                self.system_prompt(turn), transcript, ctx, lambda: envelope(turn.drain_injected()) or None
+            )
+        except BaseException:
+            self._save(turn.chat, transcript + [Message.assistant("(the turn was interrupted)")])
+            raise
+        if result.error is not None:
+            reply = describe_model_error(result.error)
+            self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])
+        else:
+            reply = result.text
+            if result.stopped:
+                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stopped)
+            self._save(turn.chat, result.messages)
+        if reply:
+            await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id))
+        elif not ctx.sent_message_ids:
+            log.warning("turn %s in %s ended with no text and sent nothing", turn.turn_id, turn.chat)
+
+    def _save(self, chat: str, messages: list[Message]) -> None:
+        stored = prepare_for_storage(messages, self._settings.max_session_messages)
+        self._stores.sessions.save(chat, MESSAGES.dump_python(stored, mode="json"))

@@ -1,0 +1,5 @@
+"""Telegram channel: long polling in, Bot API actions out."""
+
+from .channel import TelegramChannel
+
+__all__ = ["TelegramChannel"]

@@ -1,0 +1,250 @@
+"""Performing core Actions against the Bot API: formatting, fallbacks, 429 retries, clean errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+from aiogram import Bot
+from aiogram.enums import ChatAction, ParseMode
+from aiogram.exceptions import (
+    AiogramError,
+    TelegramAPIError,
+    TelegramBadRequest,
+    TelegramForbiddenError,
+    TelegramMigrateToChat,
+    TelegramNetworkError,
+    TelegramRetryAfter,
+)
+from aiogram.types import FSInputFile, Message, ReactionTypeEmoji, ReplyParameters
+
+from bicameral.config import Settings
+from bicameral.events import (
+    Action,
+    ActionResult,
+    DeleteMessage,
+    EditText,
+    React,
+    SendFile,
+    SendText,
+    Typing,
+    split_chat_key,
+)
+
+from .format import html_to_plain, markdown_to_html, split_for_telegram
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[object]]
+# Sends one piece of text with a parse mode (None = plain) and returns what Telegram answered.
+_TextCall = Callable[[str, ParseMode | None], Awaitable[T]]
+
+MAX_TEXT = 4096
+MAX_RETRIES = 3
+MAX_RETRY_AFTER = 60.0
+
+
+class ActionPerformer:
+    """Turns one Action into Bot API calls; never raises for platform failures."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        settings: Settings,
+        *,
+        sleep: Sleep,
+        redact: Callable[[str], str] = str,
+    ) -> None:
+        self._bot = bot
+        self._settings = settings
+        self._sleep = sleep
+        self._redact = redact
+
+    async def perform(self, action: Action) -> ActionResult:
+        """Carry out `action`, reporting any Telegram, network or input problem in the result."""
+        try:
+            chat_id = telegram_chat_id(action.chat)
+            if isinstance(action, SendText):
+                return await self._send_text(chat_id, action)
+            if isinstance(action, EditText):
+                return await self._edit_text(chat_id, action)
+            if isinstance(action, DeleteMessage):
+                return await self._delete(chat_id, action)
+            if isinstance(action, React):
+                return await self._react(chat_id, action)
+            if isinstance(action, Typing):
+                return await self._typing(chat_id, action)
+            if isinstance(action, SendFile):
+                return await self._send_file(chat_id, action)
+            return ActionResult.failed(f"telegram cannot perform {type(action).__name__}")
+        except (TelegramAPIError, AiogramError) as exc:
+            return ActionResult.failed(self.describe(exc))
+        except ValueError as exc:
+            return ActionResult.failed(str(exc))
+        except OSError as exc:
+            return ActionResult.failed(f"cannot read file: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
+            log.exception("unexpected error performing %s", type(action).__name__)
+            return ActionResult.failed(self._redact(f"unexpected error: {type(exc).__name__}: {exc}"))
+
+    def describe(self, exc: BaseException) -> str:
+        """A clear one-line account of a Bot API failure, with the token redacted."""
+        if isinstance(exc, TelegramRetryAfter):
+            text = f"Telegram rate limit persisted after {MAX_RETRIES} retries (retry after {exc.retry_after}s)"
+        elif isinstance(exc, TelegramNetworkError):
+            text = f"network error talking to Telegram: {exc.message}"
+        elif isinstance(exc, TelegramMigrateToChat):
+            text = f"the group became a supergroup; its new chat id is {exc.migrate_to_chat_id}"
+        elif isinstance(exc, TelegramForbiddenError):
+            text = f"Telegram refused ({exc.method.__api_method__}): {exc.message}"
+        elif isinstance(exc, TelegramAPIError):
+            text = f"Telegram {exc.method.__api_method__} failed: {exc.message}"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        return self._redact(text)
+
+    # --- one method per action ---
+
+    async def _send_text(self, chat_id: int, action: SendText) -> ActionResult:
+        if not action.text.strip():
+            return ActionResult.failed("nothing to send: the text is empty")
+        thread = _optional_int(action.thread_id, "thread id")
+        reply_to = _optional_int(action.reply_to, "reply_to message id")
+        sent: list[str] = []
+        for index, chunk in enumerate(split_for_telegram(action.text, limit=MAX_TEXT)):
+            # Only the first chunk replies; the rest follow it as a continuation.
+            reply = _reply(reply_to) if index == 0 else None
+
+            def send(text: str, mode: ParseMode | None, reply: ReplyParameters | None = reply) -> Awaitable[Message]:
+                return self._bot.send_message(
+                    chat_id, text, parse_mode=mode, reply_parameters=reply, message_thread_id=thread
+                )
+
+            try:
+                message = await self._formatted(send, chunk)
+            except (TelegramAPIError, AiogramError) as exc:
+                # Report what did arrive, so the core can edit or delete partial output.
+                return ActionResult(ok=False, message_ids=tuple(sent), error=self.describe(exc))
+            sent.append(str(message.message_id))
+        return ActionResult(ok=True, message_ids=tuple(sent))
+
+    async def _edit_text(self, chat_id: int, action: EditText) -> ActionResult:
+        message_id = _required_int(action.message_id, "message id")
+        if not action.text.strip():
+            return ActionResult.failed("nothing to send: the text is empty")
+
+        def edit(text: str, mode: ParseMode | None) -> Awaitable[object]:
+            return self._bot.edit_message_text(text=text, chat_id=chat_id, message_id=message_id, parse_mode=mode)
+
+        try:
+            await self._formatted(edit, action.text)
+        except TelegramBadRequest as exc:
+            # Re-sending identical content is a no-op for the user, not a failure.
+            if "message is not modified" not in exc.message.lower():
+                raise
+        return ActionResult(ok=True, message_ids=(action.message_id,))
+
+    async def _delete(self, chat_id: int, action: DeleteMessage) -> ActionResult:
+        message_id = _required_int(action.message_id, "message id")
+        try:
+            await self._retrying(lambda: self._bot.delete_message(chat_id, message_id))
+        except TelegramBadRequest as exc:
+            # Already gone is the state we wanted.
+            if "message to delete not found" not in exc.message.lower():
+                raise
+        return ActionResult(ok=True, message_ids=(action.message_id,))
+
+    async def _react(self, chat_id: int, action: React) -> ActionResult:
+        message_id = _required_int(action.message_id, "message id")
+        reaction = [ReactionTypeEmoji(emoji=action.emoji)]
+        await self._retrying(lambda: self._bot.set_message_reaction(chat_id, message_id, reaction=reaction))
+        return ActionResult(ok=True, message_ids=(action.message_id,))
+
+    async def _typing(self, chat_id: int, action: Typing) -> ActionResult:
+        thread = _optional_int(action.thread_id, "thread id")
+        await self._retrying(
+            lambda: self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
+        )
+        return ActionResult(ok=True)
+
+    async def _send_file(self, chat_id: int, action: SendFile) -> ActionResult:
+        path = self._inside_data_dir(action.path)
+        if path is None:
+            return ActionResult.failed("path outside data dir")
+        if not path.is_file():
+            return ActionResult.failed(f"file not found: {action.path}")
+        thread = _optional_int(action.thread_id, "thread id")
+        reply = _reply(_optional_int(action.reply_to, "reply_to message id"))
+        upload = FSInputFile(path)
+
+        def send(caption: str | None, mode: ParseMode | None) -> Awaitable[Message]:
+            common = dict(caption=caption, parse_mode=mode, reply_parameters=reply, message_thread_id=thread)
+            if action.kind == "photo":
+                return self._bot.send_photo(chat_id, upload, **common)  # type: ignore[arg-type]
+            return self._bot.send_document(chat_id, upload, **common)  # type: ignore[arg-type]
+
+        if action.caption and action.caption.strip():
+            message = await self._formatted(send, action.caption)
+        else:
+            message = await self._retrying(lambda: send(None, None))
+        return ActionResult(ok=True, message_ids=(str(message.message_id),))
+
+    # --- shared machinery ---
+
+    async def _formatted(self, call: _TextCall[T], markdown: str) -> T:
+        """Send `markdown` as HTML; if Telegram cannot parse our markup, resend it as plain text."""
+        html = markdown_to_html(markdown)
+        try:
+            return await self._retrying(lambda: call(html, ParseMode.HTML))
+        except TelegramBadRequest as exc:
+            if "can't parse entities" not in exc.message.lower():
+                raise
+            log.warning("Telegram could not parse our HTML (%s); resending as plain text", exc.message)
+        return await self._retrying(lambda: call(html_to_plain(html), None))
+
+    async def _retrying(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Run one API call, waiting out 429s (capped) up to MAX_RETRIES times."""
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                return await make()
+            except TelegramRetryAfter as exc:
+                if attempt == MAX_RETRIES:
+                    raise
+                delay = min(float(exc.retry_after), MAX_RETRY_AFTER)
+                log.info("Telegram asked to slow down; retrying in %.0fs", delay)
+                await self._sleep(delay)
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def _inside_data_dir(self, relative: str) -> Path | None:
+        root = self._settings.data_dir.resolve()
+        path = (root / relative).resolve()
+        return path if path.is_relative_to(root) else None
+
+
+def telegram_chat_id(chat: str) -> int:
+    """The numeric Telegram chat id inside a `telegram:<id>` chat key."""
+    channel, native = split_chat_key(chat)
+    if channel != "telegram":
+        raise ValueError(f"not a telegram chat: {chat!r}")
+    return _required_int(native, "chat id")
+
+
+def _reply(message_id: int | None) -> ReplyParameters | None:
+    # allow_sending_without_reply: a deleted referent must not lose the answer.
+    if message_id is None:
+        return None
+    return ReplyParameters(message_id=message_id, allow_sending_without_reply=True)
+
+
+def _required_int(value: str, what: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"invalid telegram {what}: {value!r}") from None
+
+
+def _optional_int(value: str | None, what: str) -> int | None:
+    return None if value is None or value == "" else _required_int(value, what)

@@ -1,0 +1,240 @@
+"""Translating Telegram updates into Inbound values (downloads go through an injected fetcher)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aiogram.types import Message, Update, User
+from pydantic import ValidationError
+
+from bicameral.config import Settings
+from bicameral.events import Attachment, ChatType, Inbound, InboundKind, Quoted, Sender, chat_key
+
+from .media import Fetcher, MediaRef
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "telegram"
+_CHAT_TYPES: frozenset[str] = frozenset({"private", "group", "supergroup", "channel"})
+
+
+@dataclass(frozen=True)
+class BotIdentity:
+    """Who the bot is, as far as addressing is concerned."""
+
+    id: int
+    username: str
+
+
+async def translate(
+    update: Update | dict[str, Any],
+    bot: BotIdentity,
+    settings: Settings,
+    fetch: Fetcher | None = None,
+) -> Inbound | None:
+    """One update as an Inbound, or None for malformed or content-free updates."""
+    parsed = parse_update(update)
+    if parsed is None:
+        return None
+    message, kind = _message_of(parsed)
+    if message is None:
+        _skip(parsed.update_id, "no message or edited_message")
+        return None
+    refs = media_refs(message)
+    text = message.text or message.caption or ""
+    if not text and not refs:
+        log.debug("ignoring update %s: no text, caption or file", parsed.update_id)
+        return None
+
+    attachments: list[Attachment] = []
+    markers: list[str] = []
+    for ref in refs:
+        fetched = await fetch(ref) if fetch else None
+        if isinstance(fetched, str):
+            markers.append(fetched)
+        elif fetched is not None:
+            attachments.append(fetched)
+    full_text = "\n".join(part for part in (text, *markers) if part)
+
+    return Inbound(
+        channel=CHANNEL,
+        chat=chat_key(CHANNEL, message.chat.id),
+        message_id=str(message.message_id),
+        sender=_sender(message),
+        text=full_text,
+        ts=_timestamp(message, kind),
+        kind=kind,
+        chat_type=_chat_type(message.chat.type),
+        chat_title=message.chat.title,
+        reply_to=_quoted(message, bot),
+        attachments=tuple(attachments),
+        thread_id=_thread_id(message),
+        addressed=is_addressed(message, bot, settings.bot_name),
+        update_id=parsed.update_id,
+        media_group_id=message.media_group_id,
+    )
+
+
+def parse_update(update: object) -> Update | None:
+    """Validate a raw update; log one warning and return None when it is malformed."""
+    if isinstance(update, Update):
+        return update
+    update_id = update.get("update_id", "?") if isinstance(update, dict) else "?"
+    if not isinstance(update, dict):
+        _skip(update_id, f"expected an object, got {type(update).__name__}")
+        return None
+    try:
+        return Update.model_validate(update)
+    except ValidationError as exc:
+        _skip(update_id, _first_error(exc))
+    except Exception as exc:  # noqa: BLE001 - a bad update must never stop the channel
+        _skip(update_id, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def is_addressed(message: Message, bot: BotIdentity, bot_name: str) -> bool:
+    """Private chats always; groups when mentioned, replied to, named, or commanded."""
+    if message.chat.type == "private":
+        return True
+    reply = message.reply_to_message
+    if reply and reply.from_user and reply.from_user.id == bot.id and not _is_topic_root(message):
+        return True
+    text = message.text or message.caption or ""
+    for entity in message.entities or message.caption_entities or ():
+        if entity.type == "text_mention" and entity.user and entity.user.id == bot.id:
+            return True
+    if bot.username and re.search(rf"@{re.escape(bot.username)}(?!\w)", text, re.IGNORECASE):
+        return True
+    if bot_name and re.search(rf"(?<!\w){re.escape(bot_name)}(?!\w)", text, re.IGNORECASE):
+        return True
+    return _is_command_for(text, bot)
+
+
+def media_refs(message: Message) -> list[MediaRef]:
+    """The files on a message worth downloading: the largest photo size and any document."""
+    chat, msg_id = str(message.chat.id), str(message.message_id)
+    refs: list[MediaRef] = []
+    if message.photo:
+        best = max(message.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
+        refs.append(
+            MediaRef("photo", best.file_id, "photo.jpg", chat, msg_id, "image/jpeg", best.file_size or 0)
+        )
+    if message.document:
+        doc = message.document
+        refs.append(
+            MediaRef(
+                "document",
+                doc.file_id,
+                doc.file_name or "document",
+                chat,
+                msg_id,
+                doc.mime_type,
+                doc.file_size or 0,
+            )
+        )
+    return refs
+
+
+# --- private helpers ---
+
+
+def _message_of(update: Update) -> tuple[Message | None, InboundKind]:
+    if update.message is not None:
+        return update.message, "message"
+    if update.edited_message is not None:
+        return update.edited_message, "edit"
+    return None, "message"
+
+
+def _sender(message: Message) -> Sender:
+    if message.from_user is not None:
+        return Sender(
+            id=str(message.from_user.id),
+            name=_display_name(message.from_user),
+            username=message.from_user.username,
+            is_bot=message.from_user.is_bot,
+        )
+    # Anonymous group admins and linked channels post as a chat, not a user.
+    if message.sender_chat is not None:
+        chat = message.sender_chat
+        return Sender(id=str(chat.id), name=chat.title or chat.username or str(chat.id), username=chat.username)
+    return Sender(id="unknown", name="unknown")
+
+
+def _display_name(user: User) -> str:
+    return f"{user.first_name} {user.last_name}" if user.last_name else user.first_name
+
+
+def _quoted(message: Message, bot: BotIdentity) -> Quoted | None:
+    reply = message.reply_to_message
+    if reply is None or _is_topic_root(message):
+        return None
+    if reply.from_user is not None:
+        name = _display_name(reply.from_user)
+    elif reply.sender_chat is not None:
+        name = reply.sender_chat.title or str(reply.sender_chat.id)
+    else:
+        name = "unknown"
+    return Quoted(
+        message_id=str(reply.message_id),
+        sender_name=name,
+        text=reply.text or reply.caption or "",
+        from_bot=bool(reply.from_user and reply.from_user.id == bot.id),
+    )
+
+
+def _is_topic_root(message: Message) -> bool:
+    # In forum topics Telegram fills reply_to_message with the topic's opening message even
+    # when the user did not reply to anything; that is not a real reply.
+    reply = message.reply_to_message
+    return bool(
+        message.is_topic_message
+        and reply is not None
+        and reply.message_id == message.message_thread_id
+        and reply.forum_topic_created is not None
+    )
+
+
+def _thread_id(message: Message) -> str | None:
+    # Only forum topics are real threads: sending into a plain reply chain's thread id fails.
+    if message.is_topic_message and message.message_thread_id is not None:
+        return str(message.message_thread_id)
+    return None
+
+
+def _is_command_for(text: str, bot: BotIdentity) -> bool:
+    if not text.startswith("/"):
+        return False
+    head = text.split(maxsplit=1)[0][1:]
+    command, at, target = head.partition("@")
+    if not command:
+        return False
+    return not at or target.lower() == bot.username.lower()
+
+
+def _chat_type(value: str) -> ChatType:
+    return value if value in _CHAT_TYPES else "group"  # type: ignore[return-value]
+
+
+def _timestamp(message: Message, kind: InboundKind) -> float:
+    # aiogram types `date` as a datetime but `edit_date` as unix seconds; accept either.
+    value: datetime | int = message.edit_date if kind == "edit" and message.edit_date else message.date
+    return value.timestamp() if isinstance(value, datetime) else float(value)
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return str(exc).splitlines()[0]
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
+
+
+def _skip(update_id: object, reason: str) -> None:
+    log.warning("skipping malformed update %s: %s", update_id, reason)

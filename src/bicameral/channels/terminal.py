@@ -1,0 +1,109 @@
+"""The terminal channel: a conversation on stdin/stdout with the person at the keyboard."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import sys
+import time
+from collections.abc import Callable
+from typing import IO
+
+from rich.console import Console
+from rich.markdown import Markdown
+
+from bicameral.channels.base import InboundSink
+from bicameral.events import (
+    Action,
+    ActionResult,
+    Capabilities,
+    DeleteMessage,
+    EditText,
+    Inbound,
+    React,
+    SendFile,
+    SendText,
+    Sender,
+    Typing,
+    chat_key,
+)
+
+CHAT = chat_key("terminal", "local")
+
+
+class TerminalChannel:
+    name = "terminal"
+    capabilities = Capabilities(max_text=1_000_000, typing=False, threads=False)
+
+    def __init__(
+        self,
+        *,
+        stdin: IO[str] | None = None,
+        console: Console | None = None,
+        user_name: str = "you",
+        bot_name: str = "bicameral",
+        on_eof: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._stdin = stdin or sys.stdin
+        self._console = console or Console(highlight=False)
+        self._user = Sender(id="local", name=user_name)
+        self._bot_name = bot_name
+        self._on_eof = on_eof
+        self._clock = clock
+        self._ids = itertools.count(1)
+        self._reader: asyncio.Task | None = None
+
+    async def start(self, sink: InboundSink) -> None:
+        self._console.print(f"[dim]Talking to {self._bot_name}. /stop interrupts, /reset starts fresh, Ctrl-D quits.[/dim]")
+        self._reader = asyncio.create_task(self._read(sink))
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+
+    async def perform(self, action: Action) -> ActionResult:
+        if isinstance(action, SendText):
+            message_id = str(next(self._ids))
+            self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan]", Markdown(action.text))
+            return ActionResult(ok=True, message_ids=(message_id,))
+        if isinstance(action, EditText):
+            self._console.print(f"[dim](edited m{action.message_id})[/dim]", Markdown(action.text))
+        elif isinstance(action, DeleteMessage):
+            self._console.print(f"[dim](deleted m{action.message_id})[/dim]")
+        elif isinstance(action, React):
+            self._console.print(f"[dim]{self._bot_name} reacted {action.emoji}[/dim]")
+        elif isinstance(action, SendFile):
+            message_id = str(next(self._ids))
+            self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan] [{action.kind}] {action.path} {action.caption or ''}")
+            return ActionResult(ok=True, message_ids=(message_id,))
+        elif isinstance(action, Typing):
+            pass  # a terminal shows the answer when it comes; no indicator needed
+        return ActionResult(ok=True)
+
+    async def _read(self, sink: InboundSink) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            line = await loop.run_in_executor(None, self._stdin.readline)
+            if line == "":
+                if self._on_eof is not None:
+                    self._on_eof()
+                return
+            text = line.rstrip("\n")
+            if not text.strip():
+                continue
+            message_id = f"u{next(self._ids)}"
+            await sink([
+                Inbound(
+                    channel=self.name,
+                    chat=CHAT,
+                    message_id=message_id,
+                    sender=self._user,
+                    text=text,
+                    ts=self._clock(),
+                    kind="command" if text.startswith("/") else "message",
+                )
+            ])

@@ -1,0 +1,196 @@
+"""The one Settings object: env, `.env` and `bicameral.toml`; nothing else reads the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+PROVIDERS = ("anthropic", "openai", "local", "claude-code")
+DEFAULT_TELEGRAM_API_URL = "https://api.telegram.org"
+_DEFAULT_BACK = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai:gpt-4.1"}
+_DEFAULT_FRONT = {"anthropic": "anthropic:claude-haiku-4-5", "openai": "openai:gpt-4.1-mini"}
+
+
+class ModelRef(str):
+    """A `provider:model` reference such as `anthropic:claude-sonnet-4-5`."""
+
+    @property
+    def provider(self) -> str:
+        return self.split(":", 1)[0]
+
+    @property
+    def model(self) -> str:
+        return self.split(":", 1)[1] if ":" in self else ""
+
+
+def parse_model_ref(value: str) -> ModelRef:
+    """Validate `provider:model`; a bare provider is allowed only for `local`."""
+    value = value.strip()
+    provider = value.split(":", 1)[0]
+    if provider not in PROVIDERS:
+        raise ValueError(
+            f"unknown model provider {provider!r} in {value!r}; use one of {', '.join(PROVIDERS)} "
+            "as provider:model, e.g. anthropic:claude-sonnet-4-5"
+        )
+    if provider != "local" and (":" not in value or not value.split(":", 1)[1]):
+        raise ValueError(f"{value!r} names no model; write it as {provider}:<model>")
+    return ModelRef(value)
+
+
+class Settings(BaseSettings):
+    """Every setting bicameral reads; see the README table for what each one does."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="BICAMERAL_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        toml_file="bicameral.toml",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    # --- channels ---
+    telegram_token: SecretStr | None = None
+    telegram_api_url: str = DEFAULT_TELEGRAM_API_URL
+    telegram_poll_timeout: int = Field(default=25, ge=0, le=50)
+    owner_id: int | None = None
+    bot_name: str = "bicameral"
+
+    # --- storage ---
+    data_dir: Path = Path("./data")
+    access_path: Path | None = None
+
+    # --- chambers and models ---
+    mode: Literal["single", "bicameral"] = "single"
+    back_model: str = "local"
+    front_model: str = "local"
+    max_tokens: int = Field(default=4096, ge=64)
+    model_max_retries: int = Field(default=4, ge=0, le=10)
+    model_timeout_seconds: float = Field(default=120.0, gt=0)
+    local_model_path: Path | None = None
+    local_context_tokens: int = Field(default=4096, ge=512)
+
+    # --- conversation engine ---
+    debounce_ms: int = Field(default=1500, ge=0)
+    typing_interval_seconds: float = Field(default=4.0, gt=0)
+    max_concurrent_turns: int = Field(default=64, ge=1)
+    max_inbound_chars: int = Field(default=16000, ge=100)
+    rate_limit_per_min: int = Field(default=20, ge=0)
+
+    # --- native runner ---
+    max_iterations: int = Field(default=20, ge=1)
+    tool_error_max_count: int = Field(default=3, ge=1)
+    tool_error_window_seconds: float = Field(default=60.0, gt=0)
+    tool_timeout_seconds: float = Field(default=120.0, gt=0)
+    max_session_messages: int = Field(default=60, ge=4)
+
+    # --- observability ---
+    log_level: str = "INFO"
+    log_keep_days: int = Field(default=7, ge=1)
+
+    # --- the model SDKs' own variables (read here so nothing else touches os.environ) ---
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
+
+    @field_validator("back_model", "front_model")
+    @classmethod
+    def _check_model_ref(cls, value: str) -> str:
+        return parse_model_ref(value)
+
+    @model_validator(mode="after")
+    def _default_models(self) -> "Settings":
+        """With no model named, use the provider whose key is configured, else the bundled local model."""
+        for name, defaults in (("back_model", _DEFAULT_BACK), ("front_model", _DEFAULT_FRONT)):
+            if name in self.model_fields_set:
+                continue
+            if self.anthropic_api_key is not None:
+                setattr(self, name, defaults["anthropic"])
+            elif self.openai_api_key is not None:
+                setattr(self, name, defaults["openai"])
+        return self
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_log_level(cls, value: str) -> str:
+        value = value.upper()
+        if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ValueError("log_level must be DEBUG, INFO, WARNING or ERROR")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            TomlConfigSettingsSource(settings_cls),
+        )
+
+    @classmethod
+    def for_test(cls, tmp_path: Path, **overrides: object) -> "Settings":
+        """Settings isolated from the environment and files, rooted at `tmp_path`."""
+        values: dict[str, object] = {
+            "data_dir": tmp_path / "data",
+            "debounce_ms": 0,
+            "back_model": "openai:test-model",
+            "front_model": "openai:test-front",
+        }
+        values.update(overrides)
+        return _IsolatedSettings(**values)
+
+    # --- derived paths ---
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "bicameral.db"
+
+    @property
+    def resolved_access_path(self) -> Path:
+        return self.access_path or self.data_dir / "access.json"
+
+    @property
+    def attachments_dir(self) -> Path:
+        return self.data_dir / "attachments"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+    @property
+    def back(self) -> ModelRef:
+        return ModelRef(self.back_model)
+
+    @property
+    def front(self) -> ModelRef:
+        return ModelRef(self.front_model)
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret, so log filters can redact them verbatim."""
+        secrets = [self.telegram_token, self.anthropic_api_key, self.openai_api_key]
+        return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
+
+
+class _IsolatedSettings(Settings):
+    """Settings that read only their init arguments (tests must not see the developer's env)."""
+
+    model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": None, "env_file": None})
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, *_args, **_kwargs):  # type: ignore[override]
+        return (init_settings,)

@@ -1,0 +1,135 @@
+"""`bicameral doctor`: check the configuration and each dependency, and say what to fix."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from bicameral.config import Settings
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+
+async def run_checks(settings: Settings, console: Console | None = None) -> bool:
+    """Print one line per check; True when every required check passed."""
+    console = console or Console(highlight=False)
+    checks: list[Callable[[Settings], Awaitable[Check]]] = [
+        _data_dir,
+        _database,
+        _access_file,
+        _telegram,
+        _back_model,
+        *(_optional_binary(name, why) for name, why in _OPTIONAL_BINARIES),
+    ]
+    all_ok = True
+    for check in checks:
+        try:
+            result = await check(settings)
+        except Exception as exc:  # a check that crashes is itself a finding
+            result = Check(check.__name__.strip("_"), False, f"{type(exc).__name__}: {exc}")
+        mark = "[green]✓[/green]" if result.ok else ("[red]✗[/red]" if result.required else "[yellow]–[/yellow]")
+        console.print(f"{mark} {result.name}: {result.detail}")
+        all_ok &= result.ok or not result.required
+    console.print("[green]all required checks passed[/green]" if all_ok else "[red]fix the items marked ✗[/red]")
+    return all_ok
+
+
+async def _data_dir(settings: Settings) -> Check:
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=settings.data_dir):
+            pass
+    except OSError as exc:
+        return Check("data dir", False, f"{settings.data_dir} is not writable ({exc}); set BICAMERAL_DATA_DIR")
+    return Check("data dir", True, f"{settings.data_dir.resolve()} is writable")
+
+
+async def _database(settings: Settings) -> Check:
+    from bicameral.store.db import Database
+
+    try:
+        db = Database(settings.db_path)
+        version = db.migrate()
+        db.close()
+    except Exception as exc:
+        return Check("database", False, f"{settings.db_path} cannot be opened: {exc}")
+    return Check("database", True, f"{settings.db_path} at schema version {version}")
+
+
+async def _access_file(settings: Settings) -> Check:
+    from bicameral.gate.access import AccessConfig
+
+    path = settings.resolved_access_path
+    if not path.exists():
+        return Check("access", True, f"{path} will be created with policy owner_only")
+    try:
+        config = AccessConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except Exception as exc:
+        return Check("access", False, f"{path} is broken ({str(exc)[:200]}); fix or delete it")
+    note = "" if settings.owner_id is not None else " (BICAMERAL_OWNER_ID is not set: nobody is the owner)"
+    return Check("access", settings.owner_id is not None or config.policy != "owner_only", f"policy {config.policy}{note}")
+
+
+async def _telegram(settings: Settings) -> Check:
+    if settings.telegram_token is None:
+        return Check("telegram", True, "not configured (set BICAMERAL_TELEGRAM_TOKEN to serve Telegram)", required=False)
+    from aiogram import Bot
+    from aiogram.client.session.aiohttp import AiohttpSession
+    from aiogram.client.telegram import TelegramAPIServer
+
+    session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
+    bot = Bot(settings.telegram_token.get_secret_value(), session=session)
+    try:
+        me = await asyncio.wait_for(bot.get_me(), timeout=15)
+    except Exception as exc:
+        return Check("telegram", False, f"{settings.telegram_api_url} refused the token or is unreachable: {type(exc).__name__}: {exc}")
+    finally:
+        await session.close()
+    return Check("telegram", True, f"token valid: @{me.username}")
+
+
+async def _back_model(settings: Settings) -> Check:
+    from bicameral.models import build_model, ping
+
+    ref = settings.back_model
+    if ref.startswith("claude-code"):
+        found = shutil.which(getattr(settings, "claude_bin", "claude"))
+        return Check("back model", bool(found), f"{ref}: claude CLI {'at ' + found if found else 'not found; install @anthropic-ai/claude-code'}")
+    try:
+        model = build_model(ref, settings)
+        error = await asyncio.wait_for(ping(model), timeout=60)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if error:
+        return Check("back model", False, f"{ref} is not usable: {error}")
+    return Check("back model", True, f"{ref} answered")
+
+
+_OPTIONAL_BINARIES = (
+    ("bwrap", "sandboxed code execution"),
+    ("chromium", "browsing and rendering"),
+    ("claude", "the Claude Code executor"),
+    ("node", "MCP servers from npm"),
+)
+
+
+def _optional_binary(name: str, why: str) -> Callable[[Settings], Awaitable[Check]]:
+    async def check(settings: Settings) -> Check:
+        found = shutil.which(name)
+        detail = f"found at {found}" if found else f"not found (needed only for {why})"
+        return Check(name, bool(found), detail, required=False)
+
+    check.__name__ = name
+    return check

@@ -1,0 +1,217 @@
+"""Per-chat lanes: debounce bursts into turns, one turn at a time per chat, chats in parallel."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bicameral.config import Settings
+from bicameral.events import Action, ActionResult, Inbound, SendFile, SendText, Typing
+from bicameral.front.turn import Turn, TurnHandler
+from bicameral.gate.access import is_owner
+from bicameral.outbox import Outbox
+from bicameral.store.messages import MessageStore
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+_STOP_GRACE_SECONDS = 0.8
+_FAILURE_TEXT = "Something went wrong on my side while working on that. Please try again."
+
+
+@dataclass
+class _Lane:
+    chat: str
+    pending: list[Inbound] = field(default_factory=list)
+    injected: list[Inbound] = field(default_factory=list)
+    timer: asyncio.Task | None = None
+    turn: asyncio.Task | None = None
+    stop_requested: bool = False
+
+    @property
+    def busy(self) -> bool:
+        return self.turn is not None and not self.turn.done()
+
+
+class Conversation:
+    """The front door of thinking: every accepted inbound is submitted here, after it was persisted."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        handler: TurnHandler,
+        outbox: Outbox,
+        messages: MessageStore,
+        *,
+        on_reset: Callable[[str], None] | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._settings = settings
+        self._handler = handler
+        self._outbox = outbox
+        self._messages = messages
+        self._on_reset = on_reset
+        self._sleep = sleep
+        self._lanes: dict[str, _Lane] = {}
+        self._slots = asyncio.Semaphore(settings.max_concurrent_turns)
+        self._closing = False
+
+    # --- public surface ---
+
+    async def submit(self, inbound: Inbound) -> None:
+        """Take one persisted inbound: a command acts now, a message joins a burst or the running turn."""
+        if self._closing:
+            return
+        lane = self._lanes.setdefault(inbound.chat, _Lane(inbound.chat))
+        command = inbound.command
+        if command == "stop":
+            await self._stop(lane, inbound)
+        elif command == "reset":
+            await self._reset(lane, inbound)
+        elif command in ("start", "help"):
+            self._messages.mark_consumed([inbound.row_id])
+            await self._say(inbound, _greeting(self._settings.bot_name))
+        elif lane.busy:
+            lane.injected.append(inbound)
+        else:
+            lane.pending.append(inbound)
+            self._schedule(lane, self._settings.debounce_ms / 1000)
+
+    async def recover(self) -> int:
+        """Replay inbound messages that were accepted but never answered (e.g. before a crash)."""
+        pending = self._messages.pending_inbound()
+        for inbound in pending:
+            await self.submit(inbound)
+        if pending:
+            log.info("recovered %d unanswered message(s)", len(pending))
+        return len(pending)
+
+    def busy_chats(self) -> list[str]:
+        return [chat for chat, lane in self._lanes.items() if lane.busy]
+
+    async def close(self) -> None:
+        """Cancel timers and running turns; unanswered messages stay pending for the next start."""
+        self._closing = True
+        tasks = []
+        for lane in self._lanes.values():
+            for task in (lane.timer, lane.turn):
+                if task is not None and not task.done():
+                    task.cancel()
+                    tasks.append(task)
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # --- debounce and turns ---
+
+    def _schedule(self, lane: _Lane, delay: float) -> None:
+        if lane.timer is not None and not lane.timer.done():
+            lane.timer.cancel()
+        lane.timer = asyncio.create_task(self._after_quiet(lane, delay))
+
+    async def _after_quiet(self, lane: _Lane, delay: float) -> None:
+        await self._sleep(delay)
+        lane.timer = None
+        if lane.busy or not lane.pending:
+            return
+        batch, lane.pending = lane.pending, []
+        lane.stop_requested = False
+        lane.turn = asyncio.create_task(self._run_turn(lane, batch), name=f"turn:{lane.chat}")
+
+    async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
+        handed: list[Inbound] = []
+        answered = False
+
+        def drain() -> list[Inbound]:
+            items, lane.injected = lane.injected, []
+            handed.extend(items)
+            return items
+
+        async def perform(action: Action) -> ActionResult:
+            nonlocal answered
+            result = await self._outbox.perform(action)
+            if result.ok and isinstance(action, (SendText, SendFile)) and not answered:
+                answered = True  # from here a restart must not answer this batch again
+                self._messages.mark_consumed(i.row_id for i in batch + handed)
+            return result
+
+        turn = Turn(
+            chat=lane.chat,
+            turn_id=uuid.uuid4().hex[:12],
+            batch=batch,
+            perform=perform,
+            drain_injected=drain,
+            is_owner=is_owner(batch[-1], self._settings.owner_id),
+        )
+        typing = asyncio.create_task(self._keep_typing(turn))
+        finished = False
+        try:
+            async with self._slots:
+                log.info("turn %s in %s: %d message(s)", turn.turn_id, lane.chat, len(batch))
+                await self._handler.handle(turn)
+            finished = True
+        except asyncio.CancelledError:
+            finished = lane.stop_requested
+            if not finished:
+                raise
+        except Exception:
+            log.exception("turn %s in %s failed", turn.turn_id, lane.chat)
+            await perform(SendText(chat=lane.chat, text=_FAILURE_TEXT, reply_to=turn.reply_anchor))
+            finished = True
+        finally:
+            typing.cancel()
+            if finished:
+                self._messages.mark_consumed(i.row_id for i in batch + handed)
+        if lane.injected and not self._closing:
+            # Messages that missed the turn's last tool boundary open the next turn straight away.
+            lane.pending.extend(lane.injected)
+            lane.injected = []
+            self._schedule(lane, 0)
+
+    async def _keep_typing(self, turn: Turn) -> None:
+        while True:
+            await self._outbox.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
+            await self._sleep(self._settings.typing_interval_seconds)
+
+    # --- commands ---
+
+    async def _stop(self, lane: _Lane, inbound: Inbound) -> None:
+        cancelled = list(lane.pending)
+        lane.pending = []
+        if lane.timer is not None:
+            lane.timer.cancel()
+        running = lane.busy
+        if running and lane.turn is not None:
+            lane.stop_requested = True
+            lane.turn.cancel()
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(lane.turn), _STOP_GRACE_SECONDS)
+        self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
+        await self._say(inbound, "Stopped." if running or cancelled else "Nothing is running.")
+
+    async def _reset(self, lane: _Lane, inbound: Inbound) -> None:
+        if lane.busy and lane.turn is not None:
+            lane.stop_requested = True
+            lane.turn.cancel()
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(lane.turn), _STOP_GRACE_SECONDS)
+        lane.pending = []
+        if self._on_reset is not None:
+            self._on_reset(lane.chat)
+        self._messages.mark_consumed([inbound.row_id])
+        await self._say(inbound, "Fresh start: I cleared our conversation. Saved notes and files are kept.")
+
+    async def _say(self, inbound: Inbound, text: str) -> None:
+        reply_to = None if inbound.is_private else inbound.message_id
+        await self._outbox.perform(SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id))
+
+
+def _greeting(name: str) -> str:
+    return (
+        f"Hi, I'm {name}. Just write to me like you would to a person.\n\n"
+        "/stop stops what I'm doing · /reset starts our conversation fresh"
+    )

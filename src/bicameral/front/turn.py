@@ -1,0 +1,36 @@
+"""A turn: one debounced batch of a chat's messages handed to whichever chamber answers it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bicameral.events import Action, ActionResult, Inbound
+
+
+@dataclass
+class Turn:
+    chat: str
+    turn_id: str
+    batch: list[Inbound]
+    # Performs an action for this turn; the first delivered message marks the batch answered.
+    perform: Callable[[Action], Awaitable[ActionResult]]
+    # Messages that arrived since the turn started; calling it hands them to the turn.
+    drain_injected: Callable[[], list[Inbound]]
+    is_owner: bool = False
+
+    @property
+    def reply_anchor(self) -> str | None:
+        """In groups, quote the message that addressed us; in DMs, just talk."""
+        last = self.batch[-1]
+        return None if last.is_private else last.message_id
+
+    @property
+    def thread_id(self) -> str | None:
+        return self.batch[-1].thread_id
+
+
+class TurnHandler(Protocol):
+    async def handle(self, turn: Turn) -> None:
+        """Answer the turn, delivering through `turn.perform`."""

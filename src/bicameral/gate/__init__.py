@@ -1,0 +1,1 @@
+"""The gate: what an inbound passes before anything thinks about it."""

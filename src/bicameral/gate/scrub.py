@@ -1,0 +1,74 @@
+"""Redact credentials from text before it is persisted or logged."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def scrub(text: str) -> str:
+    """Replace credentials in text with [REDACTED:<kind>] markers."""
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def scrub_obj(obj: Any) -> Any:
+    """Return a copy of a JSON-like structure with every string value scrubbed."""
+    if isinstance(obj, str):
+        return scrub(obj)
+    if isinstance(obj, dict):
+        return {key: scrub_obj(value) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [scrub_obj(item) for item in obj]
+    if isinstance(obj, tuple):
+        return tuple(scrub_obj(item) for item in obj)
+    return obj
+
+
+# Linear time matters: scrub runs on untrusted text of any size. Every pattern either starts
+# with a literal, or with a lookbehind that only admits the first character of a run, so
+# the engine begins at most one attempt per run; possessive quantifiers (++, *+) stop it
+# from backtracking within that attempt.
+_B = r"(?<![A-Za-z0-9_-])"  # token boundary: not preceded by a token character
+
+
+def _redacted(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+_RULES: list[tuple[re.Pattern[str], str]] = [
+    # PEM private keys; an unterminated block (truncated paste) is redacted to the end.
+    (
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:(?!-----END)[\s\S])*+"
+            r"(?:-----END[A-Z0-9 ]{0,60}-----)?"
+        ),
+        _redacted("private_key"),
+    ),
+    # scheme://user:password@host keeps everything but the password.
+    (
+        re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://[^\s:/@]*+):[^\s/@]++@"),
+        r"\1:" + _redacted("password") + "@",
+    ),
+    (
+        re.compile(_B + r"eyJ[A-Za-z0-9_-]++\.[A-Za-z0-9_-]++\.[A-Za-z0-9_-]*+"),
+        _redacted("jwt"),
+    ),
+    (re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}+"), _redacted("anthropic_key")),
+    (re.compile(_B + r"sk-[A-Za-z0-9_-]{20,}+"), _redacted("openai_key")),
+    (
+        re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{20,}+|github_pat_[A-Za-z0-9_]{20,}+)"),
+        _redacted("github_token"),
+    ),
+    (re.compile(_B + r"xox[abprs]-[A-Za-z0-9-]{10,}+"), _redacted("slack_token")),
+    (re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), _redacted("aws_key_id")),
+    # Bot tokens often follow "bot" in API URLs, so only digits may not precede them.
+    (re.compile(r"(?<![0-9])[0-9]{6,12}:[A-Za-z0-9_-]{30,}+"), _redacted("telegram_token")),
+    # Last, so specific kinds above win; 16+ chars keeps prose like "Bearer tokens" intact.
+    (
+        re.compile(r"(?i)(?<![A-Za-z0-9])(bearer)[ \t]++[A-Za-z0-9._~+/-]{16,}+=*+"),
+        r"\1 " + _redacted("bearer"),
+    ),
+]

@@ -1,0 +1,308 @@
+"""Anthropic Messages API adapter: streaming, prompt caching, typed errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+
+from bicameral.models.base import (
+    ImageBlock,
+    Message,
+    ModelError,
+    ModelEvent,
+    Stop,
+    TextBlock,
+    TextDelta,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+    parse_tool_input,
+    read_image,
+    redact,
+)
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+_EPHEMERAL = {"type": "ephemeral"}
+# Only proxies/gateways run without a key; the SDK still wants one to build its headers.
+_PLACEHOLDER_KEY = "not-needed"
+
+
+class AnthropicModel:
+    """A Claude model behind the Messages API (or a compatible gateway)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        max_retries: int,
+        timeout: float,
+        data_dir: Path,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.name = f"anthropic:{model}"
+        self.model = model
+        self.data_dir = Path(data_dir)
+        self._api_key = api_key
+        self._base_url = base_url
+        self._max_retries = max_retries
+        self._timeout = timeout
+        self._http_client = http_client
+        self._client: anthropic.AsyncAnthropic | None = None
+
+    async def stream(
+        self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    ) -> AsyncIterator[ModelEvent]:
+        """One completion as a stream of events; raises ModelError on failure."""
+        client = self._get_client()
+        params = build_request(system, messages, tools, self.data_dir)
+        reader = _StreamReader()
+        try:
+            response = await client.messages.create(
+                model=self.model, max_tokens=max_tokens, stream=True, **params
+            )
+            async with response:
+                async for event in response:
+                    for out in reader.feed(event):
+                        yield out
+        except anthropic.APIError as err:
+            raise _model_error(err, self._secrets(), self._timeout) from None
+        except anthropic.AnthropicError as err:
+            # e.g. CredentialsError: raised before any request is sent.
+            raise ModelError("auth", redact(f"Anthropic client error: {err}", self._secrets())) from None
+        except httpx2.TimeoutException:
+            raise ModelError("timeout", _timeout_text(self._timeout), retryable=True) from None
+        except httpx2.TransportError as err:
+            # The SDK wraps connect failures, but a connection dropped mid-stream surfaces raw.
+            text = redact(f"lost the connection to Anthropic mid-reply: {err}", self._secrets())
+            raise ModelError("connection", text, retryable=True) from None
+        if not reader.finished:
+            # A stream cut off without an error event must not pass for a complete reply.
+            raise ModelError("connection", "the Anthropic stream ended before the reply was complete", retryable=True)
+
+    async def aclose(self) -> None:
+        """Release the HTTP connection pool (a shared `http_client` is left to its owner)."""
+        if self._client is not None and self._http_client is None:
+            await self._client.close()
+        self._client = None
+
+    # --- private ---
+
+    def _get_client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            if not self._api_key and not self._base_url:
+                raise ModelError(
+                    "auth",
+                    "ANTHROPIC_API_KEY is not set; add it to .env or the environment "
+                    "(or point ANTHROPIC_BASE_URL at a gateway)",
+                )
+            # Everything is passed explicitly so the SDK never falls back to env vars or profiles.
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key or _PLACEHOLDER_KEY,
+                base_url=self._base_url or DEFAULT_BASE_URL,
+                max_retries=self._max_retries,
+                timeout=self._timeout,
+                http_client=self._http_client,
+            )
+        return self._client
+
+    def _secrets(self) -> list[str]:
+        return [self._api_key] if self._api_key else []
+
+
+def build_request(
+    system: str, messages: list[Message], tools: list[ToolSpec], data_dir: Path
+) -> dict[str, Any]:
+    """The `system`/`tools`/`messages` arguments, with cache breakpoints on each prefix end."""
+    params: dict[str, Any] = {"messages": _convert_messages(messages, data_dir)}
+    if system:
+        params["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
+    if tools:
+        converted = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
+        ]
+        converted[-1]["cache_control"] = dict(_EPHEMERAL)
+        params["tools"] = converted
+    if params["messages"]:
+        # Marking the newest block caches the whole conversation for the next call.
+        params["messages"][-1]["content"][-1]["cache_control"] = dict(_EPHEMERAL)
+    return params
+
+
+# --- conversion ---
+
+
+def _convert_messages(messages: list[Message], data_dir: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = [b for b in (_convert_block(b, data_dir) for b in message.content) if b is not None]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == message.role:
+            # The API requires strict user/assistant alternation.
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": message.role, "content": blocks})
+    for message in out:
+        if message["role"] == "user":
+            # tool_result blocks must lead a user turn; merging can put text before them.
+            message["content"].sort(key=lambda b: b["type"] != "tool_result")
+    return out
+
+
+def _convert_block(block: Any, data_dir: Path) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        # The API rejects empty text blocks.
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ImageBlock):
+        data = read_image(data_dir, block.path)
+        if data is None:
+            return {"type": "text", "text": f"[image unavailable: {block.path}]"}
+        return {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": block.media_type,
+                "data": base64.b64encode(data).decode("ascii"),
+            },
+        }
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResultBlock):
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": block.content,
+            "is_error": block.is_error,
+        }
+    return None
+
+
+# --- streaming ---
+
+
+class _StreamReader:
+    """Turns raw Messages stream events into our events."""
+
+    def __init__(self) -> None:
+        self._tools: dict[int, tuple[str, str, list[str]]] = {}
+        self._usage: dict[str, int] = {}
+        self._stop_reason = "end_turn"
+        self.finished = False
+
+    def feed(self, event: Any) -> list[ModelEvent]:
+        kind = event.type
+        if kind == "message_start":
+            self._take_usage(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self._tools[event.index] = (block.id, block.name, [])
+            elif block.type == "text" and block.text:
+                return [TextDelta(block.text)]
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta" and delta.text:
+                return [TextDelta(delta.text)]
+            if delta.type == "input_json_delta" and event.index in self._tools:
+                self._tools[event.index][2].append(delta.partial_json)
+        elif kind == "content_block_stop" and event.index in self._tools:
+            tool_id, name, parts = self._tools.pop(event.index)
+            return [ToolCall(tool_id, name, parse_tool_input("".join(parts)))]
+        elif kind == "message_delta":
+            if event.delta.stop_reason:
+                self._stop_reason = event.delta.stop_reason
+            self._take_usage(event.usage)
+        elif kind == "message_stop":
+            return self._finish()
+        return []
+
+    def _finish(self) -> list[ModelEvent]:
+        if self.finished:
+            return []
+        self.finished = True
+        usage = Usage(
+            input_tokens=self._usage.get("input_tokens", 0),
+            output_tokens=self._usage.get("output_tokens", 0),
+            cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
+            cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
+        )
+        return [usage, Stop(self._stop_reason)]
+
+    def _take_usage(self, usage: Any) -> None:
+        # message_delta counts are cumulative, so later values replace earlier ones.
+        for field in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = getattr(usage, field, None)
+            if value is not None:
+                self._usage[field] = value
+
+
+# --- errors ---
+
+_BODY_KINDS = {
+    "rate_limit_error": "rate_limit",
+    "overloaded_error": "overloaded",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+    "invalid_request_error": "bad_request",
+    "request_too_large": "bad_request",
+    "not_found_error": "bad_request",
+    "api_error": "server",
+    "timeout_error": "timeout",
+}
+_RETRYABLE = {"rate_limit", "overloaded", "server", "connection", "timeout"}
+_HEADLINES = {
+    "rate_limit": "Anthropic rate limit reached",
+    "overloaded": "Anthropic is overloaded",
+    "auth": "Anthropic rejected the credentials",
+    "bad_request": "Anthropic rejected the request",
+    "server": "Anthropic had a server error",
+    "timeout": "Anthropic timed out",
+}
+
+
+def _model_error(err: anthropic.APIError, secrets: list[str], timeout: float) -> ModelError:
+    if isinstance(err, anthropic.APITimeoutError):
+        return ModelError("timeout", _timeout_text(timeout), retryable=True)
+    if isinstance(err, anthropic.APIConnectionError):
+        return ModelError("connection", "could not connect to the Anthropic API", retryable=True)
+    if not isinstance(err, anthropic.APIStatusError):
+        return ModelError("server", redact(f"unexpected Anthropic response: {err.message}", secrets))
+    kind = _status_kind(err)
+    # An error event mid-stream arrives on a 200 response; its body type is then the only clue.
+    status = f"HTTP {err.status_code}" if err.status_code != 200 else "mid-stream"
+    detail = (err.api_message or (err.body if isinstance(err.body, str) else None) or "")[:300]
+    text = f"{_HEADLINES[kind]} ({status})" + (f": {detail}" if detail else "")
+    if kind == "auth":
+        text += "; check ANTHROPIC_API_KEY"
+    return ModelError(kind, redact(text, secrets), retryable=kind in _RETRYABLE)
+
+
+def _status_kind(err: anthropic.APIStatusError) -> str:
+    code = err.status_code
+    if code == 529 or err.type == "overloaded_error":
+        return "overloaded"
+    if isinstance(err, anthropic.RateLimitError) or code == 429:
+        return "rate_limit"
+    if isinstance(err, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
+        return "auth"
+    if isinstance(err, anthropic.BadRequestError):
+        return "bad_request"
+    if code >= 500:
+        return "server"
+    if err.type in _BODY_KINDS:
+        return _BODY_KINDS[err.type]
+    return "bad_request" if 400 <= code < 500 else "server"
+
+
+def _timeout_text(timeout: float) -> str:
+    return f"Anthropic did not answer within {timeout:g}s"

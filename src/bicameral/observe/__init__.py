@@ -1,0 +1,1 @@
+"""Observability: the tagged transcript, JSON logs and session traces."""

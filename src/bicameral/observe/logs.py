@@ -1,0 +1,74 @@
+"""Logging setup: readable lines on the console, JSON lines in a daily-rotated file, secrets redacted."""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.handlers
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bicameral.gate.scrub import scrub
+
+_NOISY = ("httpx", "httpx2", "httpcore", "aiogram", "aiohttp.access", "mcp", "anthropic", "openai", "uvicorn.access")
+_FORMAT = "%(asctime)s %(levelname)-5s %(name)-16s %(message)s"
+
+
+class RedactingFilter(logging.Filter):
+    """Replaces configured secrets and anything that looks like a credential in every record."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self._secrets = [s for s in secrets if len(s) >= 6]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        for secret in self._secrets:
+            message = message.replace(secret, "[REDACTED]")
+        record.msg, record.args = scrub(message), ()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "component": record.name.split(".")[1] if record.name.startswith("bicameral.") else record.name,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def setup_logging(
+    level: str, logs_dir: Path | None, secrets: list[str], *, keep_days: int = 7, console: bool = True
+) -> None:
+    """Install the console and file handlers on the root logger (idempotent)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_bicameral", False):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)
+    redact = RedactingFilter(secrets)
+    handlers: list[logging.Handler] = []
+    if console:
+        stream = logging.StreamHandler()
+        stream.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
+        handlers.append(stream)
+    if logs_dir is not None:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        rotating = logging.handlers.TimedRotatingFileHandler(
+            logs_dir / "bicameral.log", when="midnight", backupCount=keep_days, encoding="utf-8", utc=True
+        )
+        rotating.setFormatter(JsonFormatter())
+        handlers.append(rotating)
+    for handler in handlers:
+        handler.addFilter(redact)
+        handler._bicameral = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    for name in _NOISY:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

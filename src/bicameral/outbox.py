@@ -1,0 +1,76 @@
+"""The outbound port: routes each Action to its chat's channel and records what was sent."""
+
+from __future__ import annotations
+
+import logging
+
+from bicameral.channels.base import Channel
+from bicameral.events import (
+    COSMETIC_ACTIONS,
+    Action,
+    ActionResult,
+    DeleteMessage,
+    EditText,
+    React,
+    SendFile,
+    SendText,
+    split_chat_key,
+)
+from bicameral.observe import transcript
+from bicameral.store.messages import MessageStore
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    def __init__(self, messages: MessageStore | None = None) -> None:
+        self._channels: dict[str, Channel] = {}
+        self._messages = messages
+
+    def register(self, channel: Channel) -> None:
+        self._channels[channel.name] = channel
+
+    def channel_for(self, chat: str) -> Channel | None:
+        return self._channels.get(split_chat_key(chat)[0])
+
+    async def perform(self, action: Action) -> ActionResult:
+        """Perform an action; a failure is reported in the result and logged, never raised."""
+        channel = self.channel_for(action.chat)
+        if channel is None:
+            result = ActionResult.failed(f"no channel serves {action.chat}")
+        else:
+            try:
+                result = await channel.perform(action)
+            except Exception as exc:  # a channel bug must not take the turn down
+                log.exception("channel %s failed on %s", channel.name, type(action).__name__)
+                result = ActionResult.failed(f"{type(exc).__name__}: {exc}")
+        self._record(action, result)
+        return result
+
+    def _record(self, action: Action, result: ActionResult) -> None:
+        if isinstance(action, COSMETIC_ACTIONS):
+            if not result.ok:
+                log.info("cosmetic %s skipped in %s: %s", type(action).__name__, action.chat, result.error)
+            elif isinstance(action, React):
+                transcript.action("REACT", action.chat, f"{action.emoji} on m{action.message_id}")
+            return
+        if not result.ok:
+            transcript.tx_failed(action.chat, f"{type(action).__name__}: {result.error}")
+            return
+        if isinstance(action, SendText):
+            transcript.tx(action.chat, result.message_ids, action.text)
+            self._store(action.chat, result, action.text)
+        elif isinstance(action, SendFile):
+            transcript.tx(action.chat, result.message_ids, f"[{action.kind}: {action.path}] {action.caption or ''}")
+            self._store(action.chat, result, action.caption or f"[{action.kind}: {action.path}]")
+        elif isinstance(action, EditText):
+            transcript.action("EDIT", action.chat, f"m{action.message_id} | {action.text}")
+        elif isinstance(action, DeleteMessage):
+            transcript.action("DEL", action.chat, f"m{action.message_id}")
+
+    def _store(self, chat: str, result: ActionResult, text: str) -> None:
+        if self._messages is None:
+            return
+        channel = split_chat_key(chat)[0]
+        for message_id in result.message_ids or (None,):
+            self._messages.record_outbound(chat, channel, message_id, text)

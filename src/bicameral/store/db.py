@@ -1,0 +1,99 @@
+"""The SQLite database: one WAL-mode connection, migrations applied in order."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+
+class Database:
+    """A single connection guarded by a lock; statements are short, so the loop never stalls."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.execute("PRAGMA busy_timeout=5000")
+        self.migrate()
+
+    def migrate(self) -> int:
+        """Apply every migration newer than the schema's user_version; returns the version."""
+        with self._lock:
+            current = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            for version, sql in _migrations():
+                if version <= current:
+                    continue
+                with self.tx() as conn:
+                    _run_script(conn, sql)
+                    conn.execute(f"PRAGMA user_version={version}")
+                current = version
+            return current
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: committed on success, rolled back on any error."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def query_one(self, sql: str, params: tuple | dict = ()) -> sqlite3.Row | None:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchone()
+
+    def execute(self, sql: str, params: tuple | dict = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self._conn.execute(sql, params)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("bicameral.store").joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:3].isdigit():
+            found.append((int(name[:3]), entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def _run_script(conn: sqlite3.Connection, sql: str) -> None:
+    # executescript would COMMIT our open transaction; run statement by statement instead.
+    for statement in _statements(sql):
+        conn.execute(statement)
+
+
+def _statements(sql: str) -> Iterator[str]:
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        if line.lstrip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        yield buffer.strip()

@@ -1,0 +1,113 @@
+"""The messages table: accepted inbound updates and sent messages, with inbound status."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Callable
+
+from bicameral.events import Attachment, Inbound, Quoted, Sender
+from bicameral.store.db import Database
+
+PENDING = "pending"  # accepted, not yet answered: a restart replays these
+CONSUMED = "consumed"  # a turn answered it
+IGNORED = "ignored"  # stored for history only (overheard in a group, command handled inline)
+
+
+class MessageStore:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    def record_inbound(self, inbound: Inbound, status: str = PENDING) -> int | None:
+        """Persist an inbound; returns its row id, or None if this platform update was seen before."""
+        with self._db.tx() as conn:
+            cursor = conn.execute(
+                """INSERT OR IGNORE INTO messages
+                   (chat, direction, message_id, update_id, channel, kind, sender_id, sender_name,
+                    text, reply_to, payload, status, created_at)
+                   VALUES (?, 'in', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    inbound.chat,
+                    inbound.message_id,
+                    inbound.update_id,
+                    inbound.channel,
+                    inbound.kind,
+                    inbound.sender.id,
+                    inbound.sender.name,
+                    inbound.text,
+                    inbound.reply_to.message_id if inbound.reply_to else None,
+                    inbound_to_json(inbound),
+                    status,
+                    self._clock(),
+                ),
+            )
+            return cursor.lastrowid if cursor.rowcount else None
+
+    def record_outbound(self, chat: str, channel: str, message_id: str | None, text: str) -> int:
+        with self._db.tx() as conn:
+            cursor = conn.execute(
+                """INSERT INTO messages (chat, direction, message_id, channel, sender_name, text, created_at)
+                   VALUES (?, 'out', ?, ?, 'bot', ?, ?)""",
+                (chat, message_id, channel, text, self._clock()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def mark_consumed(self, row_ids: Iterable[int]) -> None:
+        ids = [i for i in row_ids if i is not None]
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        with self._db.tx() as conn:
+            conn.execute(
+                f"UPDATE messages SET status = ?, consumed_at = ? WHERE id IN ({marks}) AND status = ?",
+                (CONSUMED, self._clock(), *ids, PENDING),
+            )
+
+    def pending_inbound(self) -> list[Inbound]:
+        """Inbound messages accepted but never answered, oldest first."""
+        rows = self._db.query(
+            "SELECT id, payload FROM messages WHERE status = ? AND direction = 'in' ORDER BY id", (PENDING,)
+        )
+        return [inbound_from_json(row["payload"], row_id=row["id"]) for row in rows]
+
+    def status_of(self, row_id: int) -> str | None:
+        row = self._db.query_one("SELECT status FROM messages WHERE id = ?", (row_id,))
+        return row["status"] if row else None
+
+    def recent(self, chat: str, limit: int = 50) -> list[dict]:
+        rows = self._db.query(
+            """SELECT direction, message_id, sender_name, text, created_at FROM messages
+               WHERE chat = ? ORDER BY id DESC LIMIT ?""",
+            (chat, limit),
+        )
+        return [dict(row) for row in reversed(rows)]
+
+    def text_of(self, chat: str, message_id: str) -> tuple[str, str, bool] | None:
+        """(sender name, text, from bot) of a stored message, for quoting a referent."""
+        row = self._db.query_one(
+            """SELECT sender_name, text, direction FROM messages
+               WHERE chat = ? AND message_id = ? ORDER BY id DESC LIMIT 1""",
+            (chat, message_id),
+        )
+        if row is None:
+            return None
+        return row["sender_name"] or "", row["text"], row["direction"] == "out"
+
+
+def inbound_to_json(inbound: Inbound) -> str:
+    data = asdict(inbound)
+    data.pop("row_id", None)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def inbound_from_json(payload: str, row_id: int | None = None) -> Inbound:
+    data = json.loads(payload)
+    data["sender"] = Sender(**data["sender"])
+    data["reply_to"] = Quoted(**data["reply_to"]) if data.get("reply_to") else None
+    data["attachments"] = tuple(Attachment(**a) for a in data.get("attachments") or ())
+    data["flags"] = tuple(data.get("flags") or ())
+    data["row_id"] = row_id
+    return Inbound(**data)

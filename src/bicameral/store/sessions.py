@@ -1,0 +1,31 @@
+"""The sessions table: one model conversation per chat, for resume after a restart."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+from bicameral.store.db import Database
+
+
+class SessionStore:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    def load(self, chat: str) -> list[dict]:
+        row = self._db.query_one("SELECT messages FROM sessions WHERE chat = ?", (chat,))
+        return json.loads(row["messages"]) if row else []
+
+    def save(self, chat: str, messages: list[dict]) -> None:
+        with self._db.tx() as conn:
+            conn.execute(
+                """INSERT INTO sessions (chat, messages, updated_at) VALUES (?, ?, ?)
+                   ON CONFLICT(chat) DO UPDATE SET messages = excluded.messages, updated_at = excluded.updated_at""",
+                (chat, json.dumps(messages, ensure_ascii=False), self._clock()),
+            )
+
+    def clear(self, chat: str) -> None:
+        with self._db.tx() as conn:
+            conn.execute("DELETE FROM sessions WHERE chat = ?", (chat,))

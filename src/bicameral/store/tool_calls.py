@@ -1,0 +1,51 @@
+"""The tool_calls table: an audit row for every tool invocation."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+from bicameral.store.db import Database
+
+_MAX_STORED = 4000
+
+
+class ToolCallStore:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    def record(
+        self,
+        *,
+        chat: str | None,
+        turn_id: str | None,
+        name: str,
+        args: dict,
+        result: str | None,
+        error: str | None,
+        duration_ms: float,
+    ) -> None:
+        with self._db.tx() as conn:
+            conn.execute(
+                """INSERT INTO tool_calls (chat, turn_id, name, args, result, error, duration_ms, created_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    chat,
+                    turn_id,
+                    name,
+                    json.dumps(args, ensure_ascii=False, default=str)[:_MAX_STORED],
+                    result[:_MAX_STORED] if result is not None else None,
+                    error[:_MAX_STORED] if error is not None else None,
+                    duration_ms,
+                    self._clock(),
+                ),
+            )
+
+    def recent(self, limit: int = 20, chat: str | None = None) -> list[dict]:
+        if chat is None:
+            rows = self._db.query("SELECT * FROM tool_calls ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._db.query("SELECT * FROM tool_calls WHERE chat = ? ORDER BY id DESC LIMIT ?", (chat, limit))
+        return [dict(row) for row in rows]

@@ -1,0 +1,101 @@
+"""Messaging tools: send, reply, edit, delete and react in the current chat."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from bicameral.events import DeleteMessage, EditText, React, SendText
+from bicameral.tools.base import Tool, ToolContext, ToolResult
+
+_MAX_TEXT = 20000
+
+
+class SendArgs(BaseModel):
+    text: str = Field(min_length=1, max_length=_MAX_TEXT, description="Markdown text to send.")
+
+
+class ReplyArgs(BaseModel):
+    message_id: str = Field(description="Id of the message to reply to (from the <msg id=...> envelope).")
+    text: str = Field(min_length=1, max_length=_MAX_TEXT, description="Markdown text of the reply.")
+
+
+class EditArgs(BaseModel):
+    message_id: str = Field(description="Id of a message you sent earlier.")
+    text: str = Field(min_length=1, max_length=_MAX_TEXT, description="The new Markdown text.")
+
+
+class MessageRef(BaseModel):
+    message_id: str = Field(description="Id of the message.")
+
+
+class ReactArgs(BaseModel):
+    message_id: str = Field(description="Id of the message to react to.")
+    emoji: str = Field(default="👍", max_length=8, description="One emoji, e.g. 👍 ❤️ 👀 🔥 🎉.")
+
+
+class SendMessage(Tool):
+    name = "send_message"
+    description = (
+        "Send a message to the current chat right now, before your final answer (e.g. a quick "
+        "'on it' before a long task). Your final text is delivered automatically; do not repeat it here."
+    )
+    args_model = SendArgs
+    messaging = True
+
+    async def run(self, args: SendArgs, ctx: ToolContext) -> ToolResult:
+        return await _send(ctx, SendText(chat=ctx.chat, text=args.text))
+
+
+class ReplyToMessage(Tool):
+    name = "reply_to_message"
+    description = "Send a message that quote-replies to a specific message in the current chat."
+    args_model = ReplyArgs
+    messaging = True
+
+    async def run(self, args: ReplyArgs, ctx: ToolContext) -> ToolResult:
+        return await _send(ctx, SendText(chat=ctx.chat, text=args.text, reply_to=args.message_id))
+
+
+class EditMessage(Tool):
+    name = "edit_message"
+    description = "Replace the text of a message you sent earlier in the current chat."
+    args_model = EditArgs
+    messaging = True
+
+    async def run(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
+        result = await ctx.perform(EditText(chat=ctx.chat, message_id=args.message_id, text=args.text))
+        return ToolResult(f"edited message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
+
+
+class DeleteMessageTool(Tool):
+    name = "delete_message"
+    description = "Delete a message you sent earlier in the current chat."
+    args_model = MessageRef
+    messaging = True
+
+    async def run(self, args: MessageRef, ctx: ToolContext) -> ToolResult:
+        result = await ctx.perform(DeleteMessage(chat=ctx.chat, message_id=args.message_id))
+        return ToolResult(f"deleted message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
+
+
+class AddReaction(Tool):
+    name = "react"
+    description = "Put an emoji reaction on a message: a light acknowledgement that needs no words."
+    args_model = ReactArgs
+    messaging = True
+
+    async def run(self, args: ReactArgs, ctx: ToolContext) -> ToolResult:
+        result = await ctx.perform(React(chat=ctx.chat, message_id=args.message_id, emoji=args.emoji))
+        return ToolResult(f"reacted {args.emoji}") if result.ok else ToolResult.error(_why(result.error))
+
+
+async def _send(ctx: ToolContext, action: SendText) -> ToolResult:
+    result = await ctx.perform(action)
+    if not result.ok:
+        return ToolResult.error(_why(result.error))
+    ctx.sent_message_ids.extend(result.message_ids)
+    return ToolResult(f"sent message_id={','.join(result.message_ids)}")
+
+
+def _why(error: str | None) -> str:
+    return f"the chat refused it: {error or 'unknown error'}"

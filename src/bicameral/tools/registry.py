@@ -1,0 +1,139 @@
+"""The tool registry: discovers every Tool under `bicameral.tools`, validates, runs and audits calls."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import logging
+import pkgutil
+import time
+from collections.abc import Iterable
+
+from pydantic import ValidationError
+
+from bicameral.models.base import ToolSpec
+from bicameral.observe import transcript
+from bicameral.store.tool_calls import ToolCallStore
+from bicameral.tools.base import Tool, ToolContext, ToolResult
+
+log = logging.getLogger(__name__)
+_NOT_TOOL_MODULES = {"base", "registry"}
+_MAX_RESULT_CHARS = 20000
+
+
+def discover_tools(package: str = "bicameral.tools") -> list[Tool]:
+    """Instantiate every concrete Tool subclass defined in the package's modules, sorted by name."""
+    root = importlib.import_module(package)
+    found: dict[str, Tool] = {}
+    for info in pkgutil.iter_modules(root.__path__):
+        if info.name in _NOT_TOOL_MODULES or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Tool) and cls is not Tool and cls.__module__ == module.__name__ and cls.name:
+                if cls.name in found:
+                    raise RuntimeError(f"two tools are named {cls.name!r}")
+                found[cls.name] = cls()
+    return [found[name] for name in sorted(found)]
+
+
+class ToolRegistry:
+    """The one place tools run: the native runner, the MCP server and sub-agents all call `execute`."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        audit: ToolCallStore | None = None,
+        disabled: Iterable[str] = (),
+        timeout: float = 120.0,
+    ) -> None:
+        tools = list(tools)
+        names = {t.name for t in tools}
+        unknown = sorted(set(disabled) - names)
+        if unknown:
+            raise ValueError(f"cannot disable unknown tools {unknown}; available: {sorted(names)}")
+        self._tools = {t.name: t for t in tools if t.name not in set(disabled)}
+        self._audit = audit
+        self._timeout = timeout
+
+    @classmethod
+    def discover(cls, **kwargs) -> "ToolRegistry":
+        return cls(discover_tools(), **kwargs)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def subset(self, *, exclude_messaging: bool = False, only: Iterable[str] | None = None) -> "ToolRegistry":
+        """A restricted view sharing the same audit (for the back chamber and sub-agents)."""
+        keep = set(only) if only is not None else set(self._tools)
+        tools = [t for n, t in self._tools.items() if n in keep and not (exclude_messaging and t.messaging)]
+        return ToolRegistry(tools, audit=self._audit, timeout=self._timeout)
+
+    def specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(name=t.name, description=t.description, input_schema=_schema(t)) for t in self._tools.values()
+        ]
+
+    async def execute(self, name: str, raw_args: dict, ctx: ToolContext) -> ToolResult:
+        """Validate, run (with a timeout) and audit one call; failures come back as error results."""
+        started = time.monotonic()
+        transcript.tool_call(ctx.chat, name, raw_args)
+        result = await self._run(name, raw_args, ctx)
+        duration_ms = (time.monotonic() - started) * 1000
+        if len(result.content) > _MAX_RESULT_CHARS:
+            result = ToolResult(result.content[:_MAX_RESULT_CHARS] + "\n[truncated]", result.is_error)
+        if result.is_error:
+            transcript.tool_error(ctx.chat, name, result.content, duration_ms)
+        else:
+            transcript.tool_ok(ctx.chat, name, result.content, duration_ms)
+        if self._audit is not None:
+            self._audit.record(
+                chat=ctx.chat,
+                turn_id=ctx.turn_id,
+                name=name,
+                args=raw_args,
+                result=None if result.is_error else result.content,
+                error=result.content if result.is_error else None,
+                duration_ms=duration_ms,
+            )
+        return result
+
+    async def _run(self, name: str, raw_args: dict, ctx: ToolContext) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult.error(f"unknown tool {name!r}; available tools: {', '.join(self.names())}")
+        if not isinstance(raw_args, dict) or "_raw" in raw_args:
+            return ToolResult.error(f"arguments for {name} were not a JSON object: {str(raw_args)[:200]}")
+        try:
+            args = tool.args_model.model_validate(raw_args)
+        except ValidationError as exc:
+            return ToolResult.error(f"invalid arguments for {name}: {_brief(exc)}")
+        try:
+            return await asyncio.wait_for(tool.run(args, ctx), timeout=self._timeout)
+        except asyncio.TimeoutError:
+            return ToolResult.error(f"{name} timed out after {self._timeout:.0f}s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a broken tool must not break the turn
+            log.exception("tool %s raised", name)
+            return ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+
+
+def _schema(tool: Tool) -> dict:
+    schema = tool.args_model.model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
+def _brief(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts) or json.dumps(exc.errors(), default=str)[:300]

@@ -1,0 +1,69 @@
+"""Shared fixtures: the fake Telegram server, the scripted model server, and a running assistant."""
+
+from __future__ import annotations
+
+import pytest
+
+from bicameral.app import App
+from bicameral.config import Settings
+from tests.fakes.model_server import ModelServer
+from tests.fakes.telegram_server import FakeTelegram
+
+OWNER = 1001
+
+
+@pytest.fixture
+def telegram():
+    fake = FakeTelegram().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def models():
+    server = ModelServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def make_settings(tmp_path, telegram, models):
+    """Settings wired to the fakes; keyword overrides win."""
+
+    def make(**overrides) -> Settings:
+        values = dict(
+            telegram_token=telegram.token,
+            telegram_api_url=telegram.url,
+            telegram_poll_timeout=1,
+            owner_id=OWNER,
+            back_model="openai:back",
+            front_model="openai:front",
+            openai_api_key="test-key",
+            openai_base_url=models.openai_url,
+            model_max_retries=1,
+            debounce_ms=200,
+            typing_interval_seconds=0.5,
+        )
+        values.update(overrides)
+        return Settings.for_test(tmp_path, **values)
+
+    return make
+
+
+@pytest.fixture
+async def start_bot(make_settings):
+    """Start an in-process assistant serving the fake Telegram; stopped at teardown."""
+    from bicameral.channels.telegram import TelegramChannel
+
+    apps: list[App] = []
+
+    async def start(**overrides) -> App:
+        settings = make_settings(**overrides)
+        app = App(settings, [TelegramChannel(settings)])
+        await app.start()
+        apps.append(app)
+        return app
+
+    yield start
+    for app in apps:
+        await app.stop()

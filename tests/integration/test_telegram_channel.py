@@ -1,0 +1,424 @@
+"""TelegramChannel against the fake Bot API over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from bicameral.channels.telegram import TelegramChannel
+from bicameral.channels.telegram.media import MAX_NAME_CHARS, safe_name
+from bicameral.config import Settings
+from bicameral.events import (
+    DeleteMessage,
+    EditText,
+    Inbound,
+    React,
+    SendFile,
+    SendText,
+    Typing,
+)
+from tests.fakes.telegram_server import FakeTelegram
+
+DM = 4242
+GROUP = -1001234
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + (64).to_bytes(4, "big") + (48).to_bytes(4, "big") + b"rest-of-png"
+
+
+class SleepRecorder:
+    """An injectable sleep that records requested delays and returns at once."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        await asyncio.sleep(0.01)  # still yield, so a retry loop cannot spin hot
+
+
+class Inbox:
+    """A sink that records every batch it accepts."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Inbound]] = []
+
+    async def __call__(self, batch: Sequence[Inbound]) -> None:
+        self.batches.append(list(batch))
+
+    @property
+    def items(self) -> list[Inbound]:
+        return [inbound for batch in self.batches for inbound in batch]
+
+    async def wait(self, count: int = 1, timeout: float = 10.0) -> list[Inbound]:
+        await eventually(lambda: len(self.items) >= count, timeout, f"{count} inbound(s); got {self.items}")
+        return self.items
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeTelegram]:
+    server = FakeTelegram(bot_username="bicameral_test_bot").start()
+    yield server
+    server.stop()
+    assert server.errors == []  # the fake itself must never have crashed on our requests
+
+
+@pytest.fixture
+def settings(tmp_path: Path, fake: FakeTelegram) -> Settings:
+    return Settings.for_test(
+        tmp_path, telegram_token=fake.token, telegram_api_url=fake.url, telegram_poll_timeout=1
+    )
+
+
+@pytest.fixture
+def sleeps() -> SleepRecorder:
+    return SleepRecorder()
+
+
+@pytest.fixture
+async def channel(settings: Settings, sleeps: SleepRecorder):
+    ch = TelegramChannel(settings, sleep=sleeps)
+    yield ch
+    await ch.stop()
+
+
+@pytest.fixture
+async def inbox(channel: TelegramChannel) -> Inbox:
+    sink = Inbox()
+    await channel.start(sink)
+    return sink
+
+
+# --- receiving ---
+
+
+async def test_dm_arrives_addressed(fake: FakeTelegram, inbox: Inbox) -> None:
+    fake.user_sends(DM, "hello there", first_name="Alice", username="alice")
+    [msg] = await inbox.wait()
+    assert msg.channel == "telegram"
+    assert msg.chat == f"telegram:{DM}"
+    assert msg.text == "hello there"
+    assert msg.addressed is True
+    assert msg.chat_type == "private"
+    assert msg.sender.name == "Alice" and msg.sender.username == "alice" and msg.sender.id == str(DM)
+    assert msg.kind == "message"
+    assert msg.update_id is not None
+
+
+async def test_group_addressing(fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox) -> None:
+    sent = await channel.perform(SendText(f"telegram:{GROUP}", "I am here"))
+    assert sent.ok
+    bot_msg_id = int(sent.message_ids[0])
+
+    fake.user_sends(GROUP, "just chatting", chat_type="supergroup", chat_title="Team")
+    fake.user_sends(GROUP, "hey @Bicameral_Test_Bot what's up", chat_type="supergroup")
+    fake.user_sends(GROUP, "agreed", chat_type="supergroup", reply_to_message_id=bot_msg_id)
+    fake.user_sends(GROUP, "Bicameral, what time is it?", chat_type="supergroup")
+    fake.user_sends(GROUP, "bicameralism is a theory", chat_type="supergroup")
+    fake.user_sends(GROUP, "/help@some_other_bot", chat_type="supergroup")
+    fake.user_sends(GROUP, "/help", chat_type="supergroup")
+    items = await inbox.wait(7)
+
+    assert [m.addressed for m in items] == [False, True, True, True, False, False, True]
+    assert items[0].chat_type == "supergroup" and items[0].chat_title == "Team"
+    reply = items[2].reply_to
+    assert reply is not None and reply.from_bot and reply.text == "I am here"
+
+
+async def test_edit_arrives_as_edit(fake: FakeTelegram, inbox: Inbox) -> None:
+    original = fake.user_sends(DM, "frist")
+    fake.user_edits(DM, original["message_id"], "first")
+    first, edit = await inbox.wait(2)
+    assert first.kind == "message"
+    assert edit.kind == "edit"
+    assert edit.message_id == first.message_id == str(original["message_id"])
+    assert edit.text == "first"
+
+
+async def test_reply_carries_quoted_referent(fake: FakeTelegram, inbox: Inbox) -> None:
+    original = fake.user_sends(DM, "the plan is X", first_name="Alice")
+    fake.user_sends(DM, "what about this?", reply_to_message_id=original["message_id"])
+    _, reply = await inbox.wait(2)
+    assert reply.reply_to is not None
+    assert reply.reply_to.message_id == str(original["message_id"])
+    assert reply.reply_to.text == "the plan is X"
+    assert reply.reply_to.sender_name == "Alice"
+    assert reply.reply_to.from_bot is False
+
+
+async def test_photo_with_caption_is_one_inbound(fake: FakeTelegram, inbox: Inbox, settings: Settings) -> None:
+    fake.user_sends(DM, photo=PNG, caption="look at this")
+    [msg] = await inbox.wait()
+    await asyncio.sleep(0.3)
+    assert len(inbox.items) == 1
+    assert msg.text == "look at this"
+    [attachment] = msg.attachments
+    assert attachment.kind == "photo"
+    saved = settings.data_dir / attachment.path
+    assert saved.read_bytes() == PNG
+    assert saved.resolve().is_relative_to((settings.attachments_dir / str(DM)).resolve())
+    assert saved.name.startswith(f"{msg.message_id}-")
+
+
+async def test_document_name_cannot_escape_attachments_dir(
+    fake: FakeTelegram, inbox: Inbox, settings: Settings
+) -> None:
+    fake.user_sends(DM, document=("../../etc/passwd", b"root:x:0:0"))
+    [msg] = await inbox.wait()
+    [attachment] = msg.attachments
+    saved = (settings.data_dir / attachment.path).resolve()
+    assert saved.is_relative_to(settings.attachments_dir.resolve())
+    assert saved.read_bytes() == b"root:x:0:0"
+    assert saved.name == f"{msg.message_id}-passwd"
+    assert msg.text == ""
+
+
+def test_safe_name_rules() -> None:
+    assert safe_name("../../etc/passwd") == "passwd"
+    assert safe_name("..\\..\\boot.ini") == "boot.ini"
+    assert safe_name("..") == "file"
+    assert safe_name(".bashrc") == "bashrc"
+    assert safe_name("my report (final).pdf") == "my_report__final_.pdf"
+    long = safe_name("x" * 200 + ".pdf")
+    assert len(long) == MAX_NAME_CHARS and long.endswith(".pdf")
+
+
+async def test_failed_download_becomes_marker(fake: FakeTelegram, inbox: Inbox) -> None:
+    fake.fail_next("getFile", status=500, description="Internal Server Error")
+    fake.user_sends(DM, document=("notes.txt", b"hi"), caption="my notes")
+    [msg] = await inbox.wait()
+    assert msg.attachments == ()
+    assert msg.text == "my notes\n[attachment unavailable: notes.txt]"
+
+
+async def test_malformed_update_is_skipped_and_acknowledged(
+    fake: FakeTelegram, inbox: Inbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    bad_id = fake.push_raw_update({"update_id": 5, "message": {"text": 3}})
+    fake.user_sends(DM, "still here")
+    [msg] = await inbox.wait()
+    assert msg.text == "still here"
+    assert any(f"skipping malformed update {bad_id}" in r.getMessage() for r in caplog.records)
+    await eventually(lambda: fake.acked_offset > msg.update_id, what="offset past both updates")
+    assert msg.update_id > bad_id
+
+
+async def test_stickers_and_joins_are_ignored(fake: FakeTelegram, inbox: Inbox) -> None:
+    fake.push_raw_update(
+        {
+            "message": {
+                "message_id": 900,
+                "date": 1,
+                "chat": {"id": DM, "type": "private", "first_name": "A"},
+                "from": {"id": DM, "is_bot": False, "first_name": "A"},
+                "sticker": {
+                    "file_id": "s",
+                    "file_unique_id": "s",
+                    "type": "regular",
+                    "width": 1,
+                    "height": 1,
+                    "is_animated": False,
+                    "is_video": False,
+                },
+            }
+        }
+    )
+    fake.user_sends(DM, "after sticker")
+    [msg] = await inbox.wait()
+    assert msg.text == "after sticker"
+
+
+async def test_offset_waits_for_the_sink(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    release = asyncio.Event()
+    seen: list[Inbound] = []
+
+    async def slow_sink(batch: Sequence[Inbound]) -> None:
+        seen.extend(batch)
+        await release.wait()
+
+    await channel.start(slow_sink)
+    fake.user_sends(DM, "persist me")
+    await eventually(lambda: len(seen) == 1, what="sink called")
+    update_id = seen[0].update_id
+    assert update_id is not None
+    await asyncio.sleep(0.3)
+    assert fake.acked_offset <= update_id  # not acknowledged while the sink holds it
+    release.set()
+    await eventually(lambda: fake.acked_offset == update_id + 1, what="acknowledgement after the sink")
+
+
+async def test_failing_sink_gets_the_same_batch_again(
+    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder
+) -> None:
+    calls: list[list[Inbound]] = []
+
+    async def flaky_sink(batch: Sequence[Inbound]) -> None:
+        calls.append(list(batch))
+        if len(calls) == 1:
+            raise RuntimeError("database is locked")
+
+    await channel.start(flaky_sink)
+    fake.user_sends(DM, "retry me")
+    await eventually(lambda: len(calls) >= 2, what="redelivery")
+    assert [m.message_id for m in calls[0]] == [m.message_id for m in calls[1]]
+    assert calls[1][0].text == "retry me"
+    assert 1.0 in sleeps.delays
+    await eventually(lambda: fake.acked_offset == calls[1][0].update_id + 1, what="ack after success")
+
+
+async def test_server_errors_back_off_and_recover(
+    fake: FakeTelegram, inbox: Inbox, sleeps: SleepRecorder
+) -> None:
+    fake.fail_next("getUpdates", status=502, description="Bad Gateway", times=2)
+    fake.user_sends(DM, "after the outage")
+    [msg] = await inbox.wait()
+    assert msg.text == "after the outage"
+    assert sleeps.delays[:2] == [1.0, 2.0]
+
+
+async def test_conflict_stops_polling(fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox) -> None:
+    fake.fail_next("getUpdates", status=409, description="Conflict: terminated by other getUpdates request")
+    await eventually(lambda: not channel.polling, what="polling to stop")
+    assert channel.failure is not None and "409" in channel.failure
+
+
+async def test_bad_token_fails_clearly(tmp_path: Path, fake: FakeTelegram) -> None:
+    settings = Settings.for_test(tmp_path, telegram_token="999:WRONG", telegram_api_url=fake.url)
+    ch = TelegramChannel(settings)
+    try:
+        with pytest.raises(RuntimeError, match="check BICAMERAL_TELEGRAM_TOKEN"):
+            await ch.start(Inbox())
+    finally:
+        await ch.stop()
+
+
+# --- performing actions ---
+
+
+async def test_long_text_is_split(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    text = "\n\n".join(f"Paragraph {i}: " + "lorem ipsum dolor " * 20 for i in range(28))
+    assert len(text) >= 10_000
+    result = await channel.perform(SendText(f"telegram:{DM}", text, reply_to=None))
+    assert result.ok, result.error
+    sent = fake.sent_messages(DM)
+    assert len(sent) >= 3
+    assert all(len(m["text"]) <= 4096 for m in sent)
+    assert list(result.message_ids) == [str(m["message_id"]) for m in sent]
+    assert "Paragraph 0" in sent[0]["text"] and "Paragraph 27" in sent[-1]["text"]
+
+
+async def test_reply_parameters_only_on_first_chunk(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    user_msg = fake.user_sends(DM, "question")
+    text = "\n\n".join("answer " * 100 for _ in range(15))
+    result = await channel.perform(SendText(f"telegram:{DM}", text, reply_to=str(user_msg["message_id"])))
+    assert result.ok, result.error
+    sent = fake.sent_messages(DM)
+    assert sent[0]["reply_to_message"]["message_id"] == user_msg["message_id"]
+    assert all("reply_to_message" not in m for m in sent[1:])
+
+
+async def test_markdown_is_sent_as_html(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    result = await channel.perform(SendText(f"telegram:{DM}", "**hi**"))
+    assert result.ok, result.error
+    [sent] = fake.sent_messages(DM)
+    assert sent["params"]["parse_mode"] == "HTML"
+    assert "<b>hi</b>" in sent["params"]["text"]
+    assert sent["text"] == "hi"
+    assert sent["entities"][0]["type"] == "bold"
+
+
+async def test_entity_rejection_falls_back_to_plain(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    fake.reject_entities_next()
+    result = await channel.perform(SendText(f"telegram:{DM}", "**hi** there"))
+    assert result.ok, result.error
+    [sent] = fake.sent_messages(DM)
+    assert "parse_mode" not in sent["params"]
+    assert sent["text"] == "hi there"
+    assert len(fake.calls_to("sendMessage")) == 2
+
+
+async def test_429_is_retried_after_retry_after(
+    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder
+) -> None:
+    fake.fail_next("sendMessage", status=429, retry_after=3)
+    result = await channel.perform(SendText(f"telegram:{DM}", "patience"))
+    assert result.ok, result.error
+    assert len(fake.calls_to("sendMessage")) == 2
+    assert sleeps.delays == [3.0]
+    [sent] = fake.sent_messages(DM)
+    assert sent["text"] == "patience"
+
+
+async def test_persistent_429_fails_cleanly(
+    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder
+) -> None:
+    fake.fail_next("sendMessage", status=429, retry_after=120, times=10)
+    result = await channel.perform(SendText(f"telegram:{DM}", "never"))
+    assert not result.ok and "rate limit" in (result.error or "")
+    assert len(fake.calls_to("sendMessage")) == 4
+    assert sleeps.delays == [60.0, 60.0, 60.0]
+
+
+async def test_react_typing_edit_delete(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    chat = f"telegram:{DM}"
+    sent = await channel.perform(SendText(chat, "draft"))
+    [mid] = sent.message_ids
+
+    assert (await channel.perform(EditText(chat, mid, "final *answer*"))).ok
+    assert (await channel.perform(EditText(chat, mid, "final *answer*"))).ok  # not modified is fine
+    assert fake.message(DM, int(mid))["text"] == "final answer"
+
+    assert (await channel.perform(React(chat, mid, "👍"))).ok
+    assert fake.reactions(DM)[0]["reaction"] == [{"type": "emoji", "emoji": "👍"}]
+
+    assert (await channel.perform(Typing(chat))).ok
+    assert fake.chat_actions(DM)[0].params["action"] == "typing"
+
+    assert (await channel.perform(DeleteMessage(chat, mid))).ok
+    assert fake.sent_messages(DM)[0]["deleted"] is True
+
+
+async def test_platform_errors_are_results_not_exceptions(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    result = await channel.perform(React(f"telegram:{DM}", "999", "👍"))
+    assert not result.ok and "MESSAGE_ID_INVALID" in (result.error or "")
+    result = await channel.perform(SendText("telegram:not-a-number", "x"))
+    assert not result.ok and "chat id" in (result.error or "")
+    fake.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked by the user")
+    result = await channel.perform(SendText(f"telegram:{DM}", "hello?"))
+    assert not result.ok and "blocked" in (result.error or "")
+
+
+async def test_send_file_inside_data_dir(fake: FakeTelegram, channel: TelegramChannel, settings: Settings) -> None:
+    (settings.data_dir / "out").mkdir(parents=True)
+    (settings.data_dir / "out" / "report.txt").write_bytes(b"the report")
+    result = await channel.perform(SendFile(f"telegram:{DM}", "out/report.txt", caption="**done**"))
+    assert result.ok, result.error
+    [sent] = fake.sent_messages(DM)
+    assert sent["method"] == "sendDocument"
+    assert sent["file_bytes"] == b"the report"
+    assert sent["caption"] == "done"
+
+
+async def test_send_file_outside_data_dir_fails(
+    fake: FakeTelegram, channel: TelegramChannel, settings: Settings, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("nope")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    for path in ("../secret.txt", str(secret), "../../etc/passwd"):
+        result = await channel.perform(SendFile(f"telegram:{DM}", path))
+        assert not result.ok
+        assert result.error == "path outside data dir"
+    assert fake.calls_to("sendDocument") == []

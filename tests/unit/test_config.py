@@ -1,0 +1,56 @@
+"""Settings: one object, provider:model references, defaults that pick the configured provider."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from bicameral.config import Settings
+
+
+def test_for_test_ignores_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("BICAMERAL_MODE", "garbage")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-be-read")
+    settings = Settings.for_test(tmp_path)
+    assert settings.mode == "single"
+    assert settings.anthropic_api_key is None
+    assert settings.data_dir == tmp_path / "data"
+
+
+def test_env_is_read_with_the_prefix_and_sdk_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BICAMERAL_DEBOUNCE_MS", "2500")
+    monkeypatch.setenv("BICAMERAL_BACK_MODEL", "anthropic:claude-sonnet-4-5")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    settings = Settings()
+    assert settings.debounce_ms == 2500
+    assert settings.back.provider == "anthropic" and settings.back.model == "claude-sonnet-4-5"
+    assert settings.openai_base_url == "http://127.0.0.1:1/v1"
+
+
+def test_toml_file_is_read(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bicameral.toml").write_text('bot_name = "Jeeves"\ndebounce_ms = 10\n')
+    settings = Settings()
+    assert settings.bot_name == "Jeeves" and settings.debounce_ms == 10
+
+
+def test_no_key_means_the_local_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "BICAMERAL_BACK_MODEL", "BICAMERAL_FRONT_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert Settings().back_model == "local"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert Settings().back.provider == "anthropic"
+
+
+@pytest.mark.parametrize("ref", ["gpt-4", "anthropic", "anthropic:", "nope:model"])
+def test_bad_model_references_are_explained(tmp_path, ref):
+    with pytest.raises(ValidationError, match="provider|model"):
+        Settings.for_test(tmp_path, back_model=ref)
+
+
+def test_secrets_are_hidden_in_repr(tmp_path):
+    settings = Settings.for_test(tmp_path, telegram_token="123:SECRET", openai_api_key="sk-secret")
+    assert "SECRET" not in repr(settings) and "sk-secret" not in repr(settings)
+    assert set(settings.secret_values()) == {"123:SECRET", "sk-secret"}
