@@ -38,6 +38,7 @@ class App:
     conversation: Conversation = field(init=False)
     gate: Gate = field(init=False)
     _stopped: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _closed: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -47,9 +48,9 @@ class App:
         for channel in self.channels:
             self.outbox.register(channel)
         registry = ToolRegistry.discover(audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds)
-        model = self.back_model or build_model(settings.back_model, settings)
+        self._model = self.back_model or build_model(settings.back_model, settings)
         runner = NativeRunner(
-            model,
+            self._model,
             registry,
             max_iterations=settings.max_iterations,
             max_tokens=settings.max_tokens,
@@ -78,12 +79,18 @@ class App:
         await self._stopped.wait()
 
     async def stop(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         for channel in self.channels:
             try:
                 await channel.stop()
             except Exception:
                 log.exception("channel %s did not stop cleanly", channel.name)
         await self.conversation.close()
+        close_model = getattr(self._model, "aclose", None)
+        if close_model is not None:
+            await close_model()
         self.stores.close()
         log.info("stopped")
 

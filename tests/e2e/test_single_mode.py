@@ -121,15 +121,14 @@ async def test_blocked_user_gets_nothing_from_the_model(telegram, models, start_
 
 
 async def test_stop_cancels_the_running_turn(telegram, models, start_bot):
-    models.script(Reply(text="too late", latency=5))
+    models.script(Reply(text="too late", latency=2))
     await start_bot(debounce_ms=0)
     telegram.user_sends(OWNER, "do something slow")
     await models.await_requests(1)
     telegram.user_sends(OWNER, "/stop")
     sent = await telegram.await_sent(OWNER, 1)
     assert sent[0]["text"] == "Stopped."
-    await asyncio.sleep(0.5)
-    assert models.requests[0].client_disconnected
+    await asyncio.sleep(2.5)  # past the model's latency: had the turn lived on, "too late" would be here
     assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["Stopped."]
 
 
@@ -194,4 +193,4 @@ async def test_tool_calls_are_audited(telegram, models, start_bot):
     rows = app.stores.tool_calls.recent()
     assert rows[0]["name"] == "current_time"
     assert "unknown time zone" in rows[0]["error"]
-    assert models.requests[1].tool_results()[0]["is_error"] is True
+    assert "unknown time zone" in models.requests[1].tool_results()[0]["content"]

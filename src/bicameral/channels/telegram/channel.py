@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from aiogram import Bot
@@ -25,13 +25,11 @@ from bicameral.channels.base import InboundSink
 from bicameral.config import Settings
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 
-from .actions import ActionPerformer
+from .actions import ActionPerformer, Sleep
 from .media import AttachmentStore
 from .updates import BotIdentity, translate
 
 log = logging.getLogger(__name__)
-
-Sleep = Callable[[float], Awaitable[object]]
 
 ALLOWED_UPDATES = ["message", "edited_message"]
 BACKOFF_START = 1.0

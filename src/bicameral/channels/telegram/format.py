@@ -357,26 +357,23 @@ class _Splitter:
 
     def _next_cut(self, pos: int) -> int:
         horizon = min(len(self.text), pos + self.window)
-        fits = self._fits
+        size = functools.partial(self._size, pos)
         for cuts in self.cuts:
             candidates = cuts[bisect.bisect_right(cuts, pos) : bisect.bisect_right(cuts, horizon)]
-            found = _farthest(candidates, lambda end: fits(pos, end))
+            found = _farthest(candidates, size, self.limit, pos)
             if found is not None:
                 return found
         hard = [end for end in range(pos + 1, horizon + 1) if not self._forbidden(end)]
-        found = _farthest(hard, lambda end: fits(pos, end))
+        found = _farthest(hard, size, self.limit, pos)
         if found is not None:
             return found
         # Even one character plus a reopened fence is too long: cut raw, without wrapping.
         raw = range(pos + 1, horizon + 1)
-        found = _farthest(raw, lambda end: self._fits_text(_tidy(self.text[pos:end])))
+        found = _farthest(raw, lambda end: _rendered_size(_tidy(self.text[pos:end])), self.limit, pos)
         return found if found is not None else pos + 1
 
-    def _fits(self, start: int, end: int) -> bool:
-        return self._fits_text(self._assemble(start, end))
-
-    def _fits_text(self, chunk: str) -> bool:
-        return not chunk or len(markdown_to_html(chunk)) <= self.limit
+    def _size(self, start: int, end: int) -> int:
+        return _rendered_size(self._assemble(start, end))
 
     def _assemble(self, start: int, end: int) -> str:
         """Source text for [start, end), with fences/table headers reopened or closed as needed."""
@@ -471,16 +468,34 @@ def _interior_test(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
     return inside
 
 
-def _farthest(candidates: Sequence[int], fits: Callable[[int], bool]) -> int | None:
-    """Binary-search the last candidate that fits, treating fit as monotone in length."""
-    lo, hi, best = 0, len(candidates) - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if fits(candidates[mid]):
-            best, lo = candidates[mid], mid + 1
+def _farthest(
+    candidates: Sequence[int], size: Callable[[int], int], limit: int, origin: int
+) -> int | None:
+    """Find the last candidate whose rendered size fits, treating size as growing with it."""
+    if not candidates or size(candidates[0]) > limit:
+        return None
+    lo, hi = 0, len(candidates)  # candidates[lo] fits; from hi on they are taken not to
+    # Prose renders roughly one-to-one, so the first guess is `limit` source characters on;
+    # later guesses interpolate from the last measurement, with bisection steps whenever
+    # interpolation fails to halve the interval, so renders stay logarithmic at worst.
+    guess = bisect.bisect_right(candidates, origin + limit) - 1
+    bisect_next = False
+    while hi - lo > 1:
+        mid = guess if lo < guess < hi and not bisect_next else (lo + hi) // 2
+        width = hi - lo
+        measured = size(candidates[mid])
+        if measured <= limit:
+            lo = mid
         else:
-            hi = mid - 1
-    return best
+            hi = mid
+        bisect_next = not bisect_next and (hi - lo) * 2 > width
+        target = origin + (candidates[mid] - origin) * limit // max(measured, 1)
+        guess = bisect.bisect_right(candidates, target) - 1
+    return candidates[lo]
+
+
+def _rendered_size(chunk: str) -> int:
+    return len(markdown_to_html(chunk)) if chunk else 0
 
 
 def _tidy(chunk: str) -> str:
