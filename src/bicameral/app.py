@@ -12,6 +12,7 @@ from bicameral.back.single import SingleChamber
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.front.conversation import Conversation
+from bicameral.front.turn import TurnHandler
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
 from bicameral.gate.ratelimit import RateLimiter
@@ -47,25 +48,29 @@ class App:
         self.outbox = Outbox(self.stores.messages)
         for channel in self.channels:
             self.outbox.register(channel)
-        registry = ToolRegistry.discover(audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds)
-        self._model = self.back_model or build_model(settings.back_model, settings)
+        self.registry = ToolRegistry.discover(audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds)
+        self.handler = self._build_handler()
+        self.conversation = Conversation(settings, self.handler, self.outbox, self.stores.messages)
+        access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
+        limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)
+        self.gate = Gate(settings, access, self.stores, self.outbox, self.conversation.submit, limiter)
+
+    def _build_handler(self) -> TurnHandler:
+        """The chamber that answers turns, chosen by the executor and the mode."""
+        settings = self.settings
+        model = self.back_model or build_model(settings.back_model, settings)
         runner = NativeRunner(
-            self._model,
-            registry,
+            model,
+            self.registry,
             max_iterations=settings.max_iterations,
             max_tokens=settings.max_tokens,
             max_errors=settings.tool_error_max_count,
             error_window_seconds=settings.tool_error_window_seconds,
         )
-        handler = SingleChamber(settings, self.stores, runner)
-        self.conversation = Conversation(
-            settings, handler, self.outbox, self.stores.messages, on_reset=self.stores.sessions.clear
-        )
-        access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
-        limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)
-        self.gate = Gate(settings, access, self.stores, self.outbox, self.conversation.submit, limiter)
+        return SingleChamber(settings, self.stores, runner)
 
     async def start(self) -> None:
+        await self.handler.start()
         for channel in self.channels:
             await channel.start(self.gate)
             log.info("channel %s ready", channel.name)
@@ -88,9 +93,7 @@ class App:
             except Exception:
                 log.exception("channel %s did not stop cleanly", channel.name)
         await self.conversation.close()
-        close_model = getattr(self._model, "aclose", None)
-        if close_model is not None:
-            await close_model()
+        await self.handler.stop()
         self.stores.close()
         log.info("stopped")
 

@@ -33,6 +33,17 @@ class SingleChamber:
         kind = "a private chat with " + first.sender.name if first.is_private else f"the group {first.chat_title or first.chat}"
         return self._template.format(bot_name=self._settings.bot_name, chat_kind=kind)
 
+    async def start(self) -> None:
+        """Nothing to acquire: the model client connects lazily."""
+
+    async def stop(self) -> None:
+        close = getattr(self._runner.model, "aclose", None)
+        if close is not None:
+            await close()
+
+    def reset(self, chat: str) -> None:
+        self._stores.sessions.clear(chat)
+
     async def handle(self, turn: Turn) -> None:
         history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
         user = Message(role="user", content=content_blocks(turn.batch))

@@ -47,14 +47,12 @@ class Conversation:
         outbox: Outbox,
         messages: MessageStore,
         *,
-        on_reset: Callable[[str], None] | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._settings = settings
         self._handler = handler
         self._outbox = outbox
         self._messages = messages
-        self._on_reset = on_reset
         self._sleep = sleep
         self._lanes: dict[str, _Lane] = {}
         self._slots = asyncio.Semaphore(settings.max_concurrent_turns)
@@ -200,8 +198,7 @@ class Conversation:
             with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
                 await asyncio.wait_for(asyncio.shield(lane.turn), _STOP_GRACE_SECONDS)
         lane.pending = []
-        if self._on_reset is not None:
-            self._on_reset(lane.chat)
+        self._handler.reset(lane.chat)
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, "Fresh start: I cleared our conversation. Saved notes and files are kept.")
 

@@ -32,5 +32,16 @@ class Turn:
 
 
 class TurnHandler(Protocol):
+    """A chamber that answers turns: single mode, the two-chamber front, or the Claude Code worker."""
+
+    async def start(self) -> None:
+        """Acquire what the handler needs (processes, servers) before the first turn."""
+
+    async def stop(self) -> None:
+        """Release it; called once at shutdown."""
+
     async def handle(self, turn: Turn) -> None:
         """Answer the turn, delivering through `turn.perform`."""
+
+    def reset(self, chat: str) -> None:
+        """Forget the chat's conversation (the `/reset` command)."""
