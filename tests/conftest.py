@@ -36,6 +36,7 @@ def make_settings(tmp_path, telegram, models):
             telegram_api_url=telegram.url,
             telegram_poll_timeout=1,
             owner_id=OWNER,
+            mode="single",
             back_model="openai:back",
             front_model="openai:front",
             openai_api_key="test-key",

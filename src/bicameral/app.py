@@ -7,10 +7,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from bicameral.back.executor import NativeExecutor
 from bicameral.back.runner import NativeRunner
 from bicameral.back.single import SingleChamber
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
+from bicameral.front.chamber import FrontChamber
 from bicameral.front.conversation import Conversation
 from bicameral.front.turn import TurnHandler
 from bicameral.gate.access import AccessPolicy
@@ -20,7 +22,8 @@ from bicameral.models import build_model
 from bicameral.models.base import Model
 from bicameral.outbox import Outbox
 from bicameral.store import Stores
-from bicameral.tools.registry import ToolRegistry
+from bicameral.tools.base import Tool
+from bicameral.tools.registry import ToolRegistry, discover_tools
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,8 @@ class App:
     settings: Settings
     channels: Sequence[Channel]
     back_model: Model | None = None
+    front_model: Model | None = None
+    extra_tools: Sequence[Tool] = ()
     stores: Stores = field(init=False)
     outbox: Outbox = field(init=False)
     conversation: Conversation = field(init=False)
@@ -48,9 +53,20 @@ class App:
         self.outbox = Outbox(self.stores.messages)
         for channel in self.channels:
             self.outbox.register(channel)
-        self.registry = ToolRegistry.discover(audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds)
+        self.registry = ToolRegistry(
+            [*discover_tools(), *self.extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
+        )
+        self.mode = settings.effective_mode
         self.handler = self._build_handler()
-        self.conversation = Conversation(settings, self.handler, self.outbox, self.stores.messages)
+        two_chambers = self.mode == "bicameral"
+        self.conversation = Conversation(
+            settings,
+            self.handler,
+            self.outbox,
+            self.stores.messages,
+            lanes_per_user_in_groups=two_chambers,
+            typing_in_groups=not two_chambers,
+        )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)
         self.gate = Gate(settings, access, self.stores, self.outbox, self.conversation.submit, limiter)
@@ -58,16 +74,26 @@ class App:
     def _build_handler(self) -> TurnHandler:
         """The chamber that answers turns, chosen by the executor and the mode."""
         settings = self.settings
-        model = self.back_model or build_model(settings.back_model, settings)
-        runner = NativeRunner(
+        if self.mode != settings.mode:
+            log.warning("bicameral mode needs models that call tools; the local model runs in single mode")
+        back_model = self.back_model or build_model(settings.back_model, settings)
+        if self.mode == "single":
+            return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
+        front_model = self.front_model or build_model(settings.front_model, settings)
+        back_tools = self.registry.subset(exclude_messaging=True)
+        executor = NativeExecutor(settings, self.stores, self._runner(back_model, back_tools))
+        return FrontChamber(settings, self.stores, front_model, executor, self.outbox.perform)
+
+    def _runner(self, model: Model, tools: ToolRegistry) -> NativeRunner:
+        settings = self.settings
+        return NativeRunner(
             model,
-            self.registry,
+            tools,
             max_iterations=settings.max_iterations,
             max_tokens=settings.max_tokens,
             max_errors=settings.tool_error_max_count,
             error_window_seconds=settings.tool_error_window_seconds,
         )
-        return SingleChamber(settings, self.stores, runner)
 
     async def start(self) -> None:
         await self.handler.start()
@@ -75,7 +101,7 @@ class App:
             await channel.start(self.gate)
             log.info("channel %s ready", channel.name)
         await self.conversation.recover()
-        log.info("ready (mode=%s, back=%s)", self.settings.mode, self.settings.back_model)
+        log.info("ready (mode=%s, back=%s, front=%s)", self.mode, self.settings.back_model, self.settings.front_model)
 
     def request_stop(self) -> None:
         self._stopped.set()

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import sys
+import tomllib
 from collections.abc import Sequence
 
 import typer
@@ -87,7 +88,9 @@ def _load_settings() -> Settings:
     except ValidationError as exc:
         lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()]
         _fail("the configuration is invalid:\n" + "\n".join(lines))
-    except Exception as exc:  # e.g. a malformed bicameral.toml
+    except tomllib.TOMLDecodeError as exc:
+        _fail(f"bicameral.toml (in the working directory) is not valid TOML: {exc}")
+    except Exception as exc:  # e.g. an unreadable .env or bicameral.toml
         _fail(f"the configuration could not be read: {exc}")
 
 

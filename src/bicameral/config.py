@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     access_path: Path | None = None
 
     # --- chambers and models ---
-    mode: Literal["single", "bicameral"] = "single"
+    mode: Literal["single", "bicameral"] = "bicameral"
     back_model: str = "local"
     front_model: str = "local"
     max_tokens: int = Field(default=4096, ge=64)
@@ -84,6 +84,18 @@ class Settings(BaseSettings):
     max_concurrent_turns: int = Field(default=64, ge=1)
     max_inbound_chars: int = Field(default=16000, ge=100)
     rate_limit_per_min: int = Field(default=20, ge=0)
+
+    # --- two chambers (bicameral mode) ---
+    front_max_tokens: int = Field(default=1000, ge=64)
+    front_context_messages: int = Field(default=20, ge=0)
+    short_result_chars: int = Field(default=600, ge=0)
+    delivery_pause_scale: float = Field(default=1.0, ge=0)
+    status_interval_seconds: float = Field(default=180.0, gt=0)
+    progress_interval_seconds: float = Field(default=5.0, ge=0)
+    away_after_seconds: float = Field(default=1800.0, gt=0)
+    burst_followup_seconds: float = Field(default=45.0, gt=0)
+    task_max_attempts: int = Field(default=2, ge=1)
+    task_retry_delay_seconds: float = Field(default=30.0, ge=0)
 
     # --- native runner ---
     max_iterations: int = Field(default=20, ge=1)
@@ -179,6 +191,13 @@ class Settings(BaseSettings):
     @property
     def front(self) -> ModelRef:
         return ModelRef(self.front_model)
+
+    @property
+    def effective_mode(self) -> str:
+        """`bicameral` needs a front that can call tools; the bundled local model cannot."""
+        if self.mode == "bicameral" and "local" in (self.front.provider, self.back.provider):
+            return "single"
+        return self.mode
 
     def secret_values(self) -> list[str]:
         """Every configured secret, so log filters can redact them verbatim."""

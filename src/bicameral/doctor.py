@@ -88,11 +88,14 @@ async def _telegram(settings: Settings) -> Check:
     from aiogram import Bot
     from aiogram.client.session.aiohttp import AiohttpSession
     from aiogram.client.telegram import TelegramAPIServer
+    from aiogram.exceptions import TelegramUnauthorizedError
 
     session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
     bot = Bot(settings.telegram_token.get_secret_value(), session=session)
     try:
         me = await asyncio.wait_for(bot.get_me(), timeout=15)
+    except TelegramUnauthorizedError:
+        return Check("telegram", False, f"{settings.telegram_api_url} rejected the token: check BICAMERAL_TELEGRAM_TOKEN (from @BotFather)")
     except Exception as exc:
         return Check("telegram", False, f"{settings.telegram_api_url} refused the token or is unreachable: {type(exc).__name__}: {exc}")
     finally:

@@ -12,7 +12,7 @@ def test_for_test_ignores_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("BICAMERAL_MODE", "garbage")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-be-read")
     settings = Settings.for_test(tmp_path)
-    assert settings.mode == "single"
+    assert settings.mode == "bicameral"  # the default, not the env's garbage
     assert settings.anthropic_api_key is None
     assert settings.data_dir == tmp_path / "data"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bicameral.back.breakers import Breakers
@@ -12,6 +12,7 @@ from bicameral.models.base import (
     Model,
     ModelError,
     TextBlock,
+    ToolCall,
     ToolResultBlock,
     Usage,
     complete,
@@ -23,6 +24,9 @@ log = logging.getLogger(__name__)
 
 # Returns text that arrived while the loop ran (one envelope), or None; called at tool boundaries.
 DrainInjected = Callable[[], str | None]
+# Observers of the loop: a tool about to run, and the transcript after each completed step.
+OnTool = Callable[[ToolCall], Awaitable[None]]
+OnStep = Callable[[list[Message]], None]
 
 
 @dataclass
@@ -50,6 +54,8 @@ class NativeRunner:
         messages: list[Message],
         ctx: ToolContext,
         drain_injected: DrainInjected = lambda: None,
+        on_tool: OnTool | None = None,
+        on_step: OnStep | None = None,
     ) -> RunResult:
         """Run the loop on `messages` (history plus the new user turn); never raises ModelError."""
         messages = list(messages)
@@ -71,6 +77,8 @@ class NativeRunner:
                 if breakers.tripped or breakers.before_call(call.name, call.input):
                     results.append(ToolResultBlock(tool_use_id=call.id, content="not run: turn stopped", is_error=True))
                     continue
+                if on_tool is not None:
+                    await on_tool(call)
                 result = await self.tools.execute(call.name, call.input, ctx)
                 breakers.after_call(call.name, result.is_error)
                 results.append(ToolResultBlock(tool_use_id=call.id, content=result.content, is_error=result.is_error))
@@ -78,6 +86,8 @@ class NativeRunner:
             if injected:
                 results.append(TextBlock(text=injected))
             messages.append(Message(role="user", content=results))
+            if on_step is not None:
+                on_step(messages)
             if breakers.tripped:
                 return RunResult(completion.text.strip(), _closed(messages), usage, iteration, stopped=breakers.tripped)
         return RunResult("", _closed(messages), usage, self.max_iterations, stopped="it hit the step limit")

@@ -44,6 +44,9 @@ class SingleChamber:
     def reset(self, chat: str) -> None:
         self._stores.sessions.clear(chat)
 
+    async def interrupt(self, chat: str) -> bool:
+        return False  # all single-mode work lives inside the turn, which the conversation cancels
+
     async def handle(self, turn: Turn) -> None:
         history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
         user = Message(role="user", content=content_blocks(turn.batch))

@@ -47,6 +47,8 @@ class Conversation:
         outbox: Outbox,
         messages: MessageStore,
         *,
+        lanes_per_user_in_groups: bool = False,
+        typing_in_groups: bool = True,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._settings = settings
@@ -54,6 +56,8 @@ class Conversation:
         self._outbox = outbox
         self._messages = messages
         self._sleep = sleep
+        self._lanes_per_user_in_groups = lanes_per_user_in_groups
+        self._typing_in_groups = typing_in_groups
         self._lanes: dict[str, _Lane] = {}
         self._slots = asyncio.Semaphore(settings.max_concurrent_turns)
         self._closing = False
@@ -64,7 +68,8 @@ class Conversation:
         """Take one persisted inbound: a command acts now, a message joins a burst or the running turn."""
         if self._closing:
             return
-        lane = self._lanes.setdefault(inbound.chat, _Lane(inbound.chat))
+        key = self._lane_key(inbound)
+        lane = self._lanes.setdefault(key, _Lane(inbound.chat))
         command = inbound.command
         if command == "stop":
             await self._stop(lane, inbound)
@@ -89,7 +94,7 @@ class Conversation:
         return len(pending)
 
     def busy_chats(self) -> list[str]:
-        return [chat for chat, lane in self._lanes.items() if lane.busy]
+        return sorted({lane.chat for lane in self._lanes.values() if lane.busy})
 
     async def close(self) -> None:
         """Cancel timers and running turns; unanswered messages stay pending for the next start."""
@@ -105,6 +110,12 @@ class Conversation:
                 await task
 
     # --- debounce and turns ---
+
+    def _lane_key(self, inbound: Inbound) -> str:
+        """A chat's lane; in groups (two-chamber mode) one per person and topic, so people don't merge."""
+        if inbound.is_private or not self._lanes_per_user_in_groups:
+            return inbound.chat
+        return f"{inbound.chat}|{inbound.sender.id}|{inbound.thread_id or ''}"
 
     def _schedule(self, lane: _Lane, delay: float) -> None:
         if lane.timer is not None and not lane.timer.done():
@@ -145,7 +156,9 @@ class Conversation:
             drain_injected=drain,
             is_owner=is_owner(batch[-1], self._settings.owner_id),
         )
-        typing = asyncio.create_task(self._keep_typing(turn))
+        # In groups the two-chamber front shows typing only when it is about to send.
+        show_typing = batch[-1].is_private or self._typing_in_groups
+        typing = asyncio.create_task(self._keep_typing(turn)) if show_typing else None
         finished = False
         try:
             async with self._slots:
@@ -161,7 +174,8 @@ class Conversation:
             await perform(SendText(chat=lane.chat, text=_FAILURE_TEXT, reply_to=turn.reply_anchor))
             finished = True
         finally:
-            typing.cancel()
+            if typing is not None:
+                typing.cancel()
             if finished:
                 self._messages.mark_consumed(i.row_id for i in batch + handed)
         if lane.injected and not self._closing:
@@ -183,24 +197,24 @@ class Conversation:
         if lane.timer is not None:
             lane.timer.cancel()
         running = lane.busy
-        if running and lane.turn is not None:
-            lane.stop_requested = True
-            lane.turn.cancel()
-            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(lane.turn), _STOP_GRACE_SECONDS)
+        await self._cancel_turn(lane)
+        running = await self._handler.interrupt(lane.chat) or running
         self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
         await self._say(inbound, "Stopped." if running or cancelled else "Nothing is running.")
 
     async def _reset(self, lane: _Lane, inbound: Inbound) -> None:
+        await self._cancel_turn(lane)
+        lane.pending = []
+        self._handler.reset(lane.chat)
+        self._messages.mark_consumed([inbound.row_id])
+        await self._say(inbound, "Fresh start: I cleared our conversation. Saved notes and files are kept.")
+
+    async def _cancel_turn(self, lane: _Lane) -> None:
         if lane.busy and lane.turn is not None:
             lane.stop_requested = True
             lane.turn.cancel()
             with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
                 await asyncio.wait_for(asyncio.shield(lane.turn), _STOP_GRACE_SECONDS)
-        lane.pending = []
-        self._handler.reset(lane.chat)
-        self._messages.mark_consumed([inbound.row_id])
-        await self._say(inbound, "Fresh start: I cleared our conversation. Saved notes and files are kept.")
 
     async def _say(self, inbound: Inbound, text: str) -> None:
         reply_to = None if inbound.is_private else inbound.message_id

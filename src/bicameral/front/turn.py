@@ -45,3 +45,6 @@ class TurnHandler(Protocol):
 
     def reset(self, chat: str) -> None:
         """Forget the chat's conversation (the `/reset` command)."""
+
+    async def interrupt(self, chat: str) -> bool:
+        """Stop work the handler runs for the chat outside turns (`/stop`); True if anything stopped."""

@@ -10,6 +10,7 @@ from bicameral.store.kv import KeyValueStore
 from bicameral.store.messages import MessageStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.sessions import SessionStore
+from bicameral.store.tasks import TaskStore
 from bicameral.store.tool_calls import ToolCallStore
 from bicameral.store.unauthorized import UnauthorizedStore
 
@@ -23,6 +24,7 @@ class Stores:
     unauthorized: UnauthorizedStore
     ratelimits: RateLimitStore
     kv: KeyValueStore
+    tasks: TaskStore
 
     @classmethod
     def open(cls, path: Path | str) -> "Stores":
@@ -35,6 +37,7 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
+            tasks=TaskStore(db),
         )
 
     def close(self) -> None:

@@ -85,6 +85,21 @@ class MessageStore:
         )
         return [dict(row) for row in reversed(rows)]
 
+    def last_inbound_at(self, chat: str) -> float | None:
+        row = self._db.query_one(
+            "SELECT MAX(created_at) FROM messages WHERE chat = ? AND direction = 'in'", (chat,)
+        )
+        return row[0] if row else None
+
+    def recent_since(self, chat: str, since: float, limit: int) -> list[dict]:
+        """The last `limit` messages of a chat (both directions) newer than `since`, oldest first."""
+        rows = self._db.query(
+            """SELECT direction, message_id, sender_name, text, created_at, status FROM messages
+               WHERE chat = ? AND created_at > ? ORDER BY id DESC LIMIT ?""",
+            (chat, since, limit),
+        )
+        return [dict(row) for row in reversed(rows)]
+
     def text_of(self, chat: str, message_id: str) -> tuple[str, str, bool] | None:
         """(sender name, text, from bot) of a stored message, for quoting a referent."""
         row = self._db.query_one(

@@ -339,6 +339,7 @@ class _Splitter:
         # Markdown syntax rarely shrinks much when rendered, so looking further ahead than
         # this only costs render time.
         self.window = 4 * limit
+        self.growth = 1.0  # rendered characters per source character, as last observed
         self.line_starts = [0] + [m.end() for m in _LINE_END_RE.finditer(text)]
         self.regions: list[_Region] = []
         self.region_starts: list[int] = []
@@ -357,23 +358,33 @@ class _Splitter:
 
     def _next_cut(self, pos: int) -> int:
         horizon = min(len(self.text), pos + self.window)
-        size = functools.partial(self._size, pos)
+        sizes: dict[int, int] = {}  # cut classes overlap, so the same end is often re-probed
+
+        def size(end: int) -> int:
+            if end not in sizes:
+                sizes[end] = _rendered_size(self._assemble(pos, end))
+            return sizes[end]
+
+        found = None
         for cuts in self.cuts:
             candidates = cuts[bisect.bisect_right(cuts, pos) : bisect.bisect_right(cuts, horizon)]
-            found = _farthest(candidates, size, self.limit, pos)
+            found = _farthest(candidates, size, self.limit, pos, self.growth)
             if found is not None:
-                return found
-        hard = [end for end in range(pos + 1, horizon + 1) if not self._forbidden(end)]
-        found = _farthest(hard, size, self.limit, pos)
-        if found is not None:
-            return found
-        # Even one character plus a reopened fence is too long: cut raw, without wrapping.
-        raw = range(pos + 1, horizon + 1)
-        found = _farthest(raw, lambda end: _rendered_size(_tidy(self.text[pos:end])), self.limit, pos)
-        return found if found is not None else pos + 1
-
-    def _size(self, start: int, end: int) -> int:
-        return _rendered_size(self._assemble(start, end))
+                break
+        else:
+            hard = [end for end in range(pos + 1, horizon + 1) if not self._forbidden(end)]
+            found = _farthest(hard, size, self.limit, pos, self.growth)
+        if found is None:
+            # Even one character plus a reopened fence is too long: cut raw, without wrapping.
+            raw = range(pos + 1, horizon + 1)
+            found = _farthest(
+                raw, lambda end: _rendered_size(_tidy(self.text[pos:end])), self.limit, pos, 1.0
+            )
+            return found if found is not None else pos + 1
+        if sizes.get(found):
+            # The next chunk most likely renders like this one, which makes a good first guess.
+            self.growth = min(max(sizes[found] / (found - pos), 0.25), 8.0)
+        return found
 
     def _assemble(self, start: int, end: int) -> str:
         """Source text for [start, end), with fences/table headers reopened or closed as needed."""
@@ -469,27 +480,34 @@ def _interior_test(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
 
 
 def _farthest(
-    candidates: Sequence[int], size: Callable[[int], int], limit: int, origin: int
+    candidates: Sequence[int], size: Callable[[int], int], limit: int, origin: int, growth: float
 ) -> int | None:
     """Find the last candidate whose rendered size fits, treating size as growing with it."""
-    if not candidates or size(candidates[0]) > limit:
+    if not candidates:
         return None
-    lo, hi = 0, len(candidates)  # candidates[lo] fits; from hi on they are taken not to
-    # Prose renders roughly one-to-one, so the first guess is `limit` source characters on;
-    # later guesses interpolate from the last measurement, with bisection steps whenever
-    # interpolation fails to halve the interval, so renders stay logarithmic at worst.
-    guess = bisect.bisect_right(candidates, origin + limit) - 1
+    lo_size = size(candidates[0])
+    if lo_size > limit:
+        return None
+    lo, hi, hi_size = 0, len(candidates), 0  # candidates[lo] fits; from hi on, taken not to
+    # The first guess extrapolates from the expected growth when rendered; later guesses
+    # interpolate between the bracketing measurements (regula falsi), with a bisection step
+    # whenever that fails to halve the interval, so renders stay logarithmic at worst.
+    guess = bisect.bisect_right(candidates, origin + int(limit / growth)) - 1
     bisect_next = False
-    while hi - lo > 1:
-        mid = guess if lo < guess < hi and not bisect_next else (lo + hi) // 2
+    while hi - lo > 1 and lo_size < limit:
+        mid = (lo + hi) // 2 if bisect_next else min(max(guess, lo + 1), hi - 1)
         width = hi - lo
         measured = size(candidates[mid])
         if measured <= limit:
-            lo = mid
+            lo, lo_size = mid, measured
         else:
-            hi = mid
+            hi, hi_size = mid, measured
         bisect_next = not bisect_next and (hi - lo) * 2 > width
-        target = origin + (candidates[mid] - origin) * limit // max(measured, 1)
+        if hi < len(candidates) and hi_size > lo_size:
+            step = (candidates[hi] - candidates[lo]) * (limit - lo_size) // (hi_size - lo_size)
+            target = candidates[lo] + step
+        else:
+            target = origin + (candidates[lo] - origin) * limit // max(lo_size, 1)
         guess = bisect.bisect_right(candidates, target) - 1
     return candidates[lo]
 

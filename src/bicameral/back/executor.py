@@ -1,0 +1,97 @@
+"""The native executor: runs a task with the agent loop, checkpointing every step."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from importlib import resources
+
+from bicameral.back.failures import describe_model_error
+from bicameral.back.runner import NativeRunner
+from bicameral.config import Settings
+from bicameral.events import Action, ActionResult
+from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
+from bicameral.store import Stores
+from bicameral.tasks.bus import TaskControl
+from bicameral.tasks.task import Task, TaskOutcome
+from bicameral.tools.base import ToolContext
+
+_MAX_NOTE_ROUNDS = 3
+
+
+class NativeExecutor:
+    """Satisfies the bus's Executor protocol with a NativeRunner over the back model and tools."""
+
+    def __init__(self, settings: Settings, stores: Stores, runner: NativeRunner) -> None:
+        self._settings = settings
+        self._stores = stores
+        self._runner = runner
+        self._system = resources.files("bicameral.prompts").joinpath("back.md").read_text(encoding="utf-8")
+
+    async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
+        saved = control.resume_messages()
+        messages = MESSAGES.validate_python(saved) if saved else [Message.user(_brief(task))]
+        ctx = ToolContext(
+            chat=task.chat,
+            turn_id=task.id,
+            settings=self._settings,
+            perform=_no_direct_messages,
+            stores=self._stores,
+        )
+
+        async def on_tool(call: ToolCall) -> None:
+            await control.progress(_describe_call(call))
+
+        def on_step(transcript: list[Message]) -> None:
+            control.checkpoint(MESSAGES.dump_python(transcript, mode="json"))
+
+        def drain() -> str | None:
+            notes = control.drain_notes()
+            return "\n".join(notes) if notes else None
+
+        for _ in range(_MAX_NOTE_ROUNDS):
+            messages = _with_note(messages, drain())
+            result = await self._runner.run(self._system, messages, ctx, drain, on_tool=on_tool, on_step=on_step)
+            if result.error is not None:
+                return TaskOutcome(
+                    error_kind=result.error.kind,
+                    error=describe_model_error(result.error),
+                    retryable=result.error.retryable,
+                )
+            control.checkpoint(MESSAGES.dump_python(result.messages, mode="json"))
+            late = drain()
+            if late is None:
+                break
+            # Context that arrived after the last tool step must still shape the answer.
+            messages = result.messages + [Message.user(late)]
+        if result.stopped:
+            partial = f"{result.text}\n\n" if result.text else ""
+            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stopped}")
+        return TaskOutcome(result=result.text or "(finished, with nothing to report)")
+
+
+async def _no_direct_messages(action: Action) -> ActionResult:
+    # The back never speaks to the user directly: results go through the front's delivery.
+    return ActionResult.failed("the back chamber cannot message the user; return the result instead")
+
+
+def _brief(task: Task) -> str:
+    parts = [f"<task id={task.id!r}>", task.spec, "</task>"]
+    if task.context:
+        parts += ["<context>", task.context, "</context>"]
+    parts.append(f"Current time: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.")
+    return "\n".join(parts)
+
+
+def _with_note(messages: list[Message], note: str | None) -> list[Message]:
+    """Add user notes to the transcript, merged into a trailing user message to keep alternation."""
+    if not note:
+        return messages
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        return messages[:-1] + [Message(role="user", content=[*last.content, TextBlock(text=note)])]
+    return messages + [Message.user(note)]
+
+
+def _describe_call(call: ToolCall) -> str:
+    args = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(call.input.items())[:3])
+    return f"{call.name}({args})"

@@ -1,0 +1,232 @@
+"""The front chamber: one front-model call per burst, task events turned into the assistant's voice."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from importlib import resources
+
+from bicameral.back.failures import describe_model_error
+from bicameral.config import Settings
+from bicameral.events import Action, ActionResult
+from bicameral.front.actions import FrontActions, front_tool_specs
+from bicameral.front.delivery import Delivery
+from bicameral.front.envelope import content_blocks
+from bicameral.front.status import ago, duration
+from bicameral.front.turn import Turn
+from bicameral.models.base import Message, Model, ModelError, complete
+from bicameral.store import Stores
+from bicameral.tasks.bus import Executor, TaskBus
+from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
+
+log = logging.getLogger(__name__)
+
+_RESET_KEY = "front_reset_at:"
+
+
+class FrontChamber:
+    """The TurnHandler for `bicameral` mode; owns the task bus and everything the user hears from it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        stores: Stores,
+        front_model: Model,
+        executor: Executor,
+        perform: Callable[[Action], Awaitable[ActionResult]],
+        *,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._settings = settings
+        self._stores = stores
+        self._model = front_model
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._sleep = sleep
+        self.delivery = Delivery(
+            perform,
+            front_model,
+            bot_name=settings.bot_name,
+            pause_scale=settings.delivery_pause_scale,
+            rng=self._rng,
+            sleep=sleep,
+        )
+        self.bus = TaskBus(
+            stores.tasks,
+            executor,
+            on_event=self.on_task_event,
+            clock=clock,
+            sleep=sleep,
+            progress_interval=settings.progress_interval_seconds,
+            max_attempts=settings.task_max_attempts,
+            retry_delay=settings.task_retry_delay_seconds,
+        )
+        self._template = resources.files("bicameral.prompts").joinpath("front.md").read_text(encoding="utf-8")
+        self._followups: dict[str, asyncio.Task] = {}
+        self._notes_loop: asyncio.Task | None = None
+        self._last_note: dict[str, float] = {}
+
+    # --- TurnHandler ---
+
+    async def start(self) -> None:
+        resumed = await self.bus.resume_open()
+        if resumed:
+            log.info("resumed %d open task(s)", resumed)
+        self._notes_loop = asyncio.create_task(self._status_notes())
+
+    async def stop(self) -> None:
+        for task in [self._notes_loop, *self._followups.values()]:
+            if task is not None:
+                task.cancel()
+        await self.bus.close()
+        close = getattr(self._model, "aclose", None)
+        if close is not None:
+            await close()
+
+    def reset(self, chat: str) -> None:
+        self._stores.kv.set(_RESET_KEY + chat, repr(self._clock()))
+
+    async def interrupt(self, chat: str) -> bool:
+        self._cancel_followup(chat)
+        stopped = [await self.bus.cancel(task.id) for task in self.bus.open_tasks(chat)]
+        return bool(stopped)
+
+    async def handle(self, turn: Turn) -> None:
+        self._cancel_followup(turn.chat)
+        system = self._template.format(bot_name=self._settings.bot_name, context=self._context(turn))
+        user = Message(role="user", content=content_blocks(turn.batch))
+        try:
+            completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
+        except ModelError as exc:
+            log.warning("front model failed (%s): %s", exc.kind, exc)
+            await self.delivery.say(turn.chat, describe_model_error(exc), reply_to=turn.reply_anchor, perform=turn.perform)
+            return
+        actions = FrontActions(turn, self.bus, self.delivery, self._schedule_followup, self._clock)
+        for call in completion.tool_calls:
+            note = await actions.run(call)
+            log.info("front %s in %s: %s", call.name, turn.chat, note)
+        text = completion.text.strip()
+        if text and not actions.replied:
+            await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, thread_id=turn.thread_id, perform=turn.perform)
+        await self._deliver_waiting(turn.chat)
+
+    # --- task events: the only source of what the user hears about work ---
+
+    async def on_task_event(self, task: Task, event: TaskEvent) -> None:
+        if event.kind is EventKind.COMPLETED:
+            if self._user_away(task.chat):
+                log.info("task %s finished while the user is away; holding it", task.id)
+                return
+            await self._deliver(task)
+        elif event.kind is EventKind.FAILED:
+            await self._say(task, f"I couldn't finish {task.name}: {task.error or 'it failed'}")
+            self._stores.tasks.update(task.id, delivered_at=self._clock())
+        elif event.kind is EventKind.RETRYING:
+            seconds = max(5, int(self.bus.retry_delay))
+            await self._say(task, f"Hit a snag with {task.name}, retrying (~{seconds}s).")
+
+    # --- delivery paths ---
+
+    async def _deliver(self, task: Task, *, finished_ago: str | None = None) -> None:
+        result = task.result or ""
+        if len(result) <= self._settings.short_result_chars and finished_ago is None:
+            text = await self.delivery.shim(result)
+        else:
+            text = await self.delivery.frame(task.spec, result, finished_ago=finished_ago)
+            if finished_ago and task.name.lower() not in text.lower():
+                text = f"Oh hey, I finished {task.name} {finished_ago}.\n\n{text}"
+        await self._say(task, text)
+        self._stores.tasks.update(task.id, delivered_at=self._clock())
+
+    async def _deliver_waiting(self, chat: str) -> None:
+        """Results that finished while the user was away, reintroduced now that they are back."""
+        for task in self._stores.tasks.undelivered(chat):
+            if task.state is TaskState.COMPLETED:
+                await self._deliver(task, finished_ago=ago(self._clock() - (task.finished_at or task.updated_at)))
+
+    async def _say(self, task: Task, text: str) -> None:
+        await self.delivery.say(task.chat, text, reply_to=task.origin_message, thread_id=task.thread_id)
+
+    # --- context ---
+
+    def _context(self, turn: Turn) -> str:
+        now = self._clock()
+        since = float(self._stores.kv.get(_RESET_KEY + turn.chat) or 0)
+        row_ids = {i.row_id for i in turn.batch}
+        history = [
+            m for m in self._stores.messages.recent_since(turn.chat, since, self._settings.front_context_messages + len(row_ids))
+            if not (m["direction"] == "in" and m["status"] == "pending")
+        ][-self._settings.front_context_messages :]
+        lines = [f"Now: {datetime.fromtimestamp(now, timezone.utc):%Y-%m-%d %H:%M} UTC."]
+        if history:
+            lines.append("<conversation>")
+            for m in history:
+                who = "you" if m["direction"] == "out" else m["sender_name"]
+                heard = " (overheard)" if m["direction"] == "in" and m["status"] == "ignored" else ""
+                lines.append(f"[{ago(now - m['created_at'])}] {who}{heard}: {m['text'][:500]}")
+            lines.append("</conversation>")
+        open_tasks = self.bus.open_tasks(turn.chat)
+        if open_tasks:
+            lines.append("<open_tasks>")
+            for task in open_tasks:
+                signal = self.bus.last_signal(task.id)
+                state = f"{signal.kind.value} {ago(now - signal.ts)}" if signal else task.state.value
+                lines.append(f"- id={task.id} label={task.label or '-'} state={task.state.value} last_signal={state}: {task.spec[:300]}")
+            lines.append("</open_tasks>")
+        else:
+            lines.append("<open_tasks>none</open_tasks>")
+        waiting = self._stores.tasks.undelivered(turn.chat)
+        if waiting:
+            lines.append("<finished_while_away> (they will be delivered right after your reply; just greet, don't repeat them)")
+            lines += [f"- {t.name}, finished {ago(now - (t.finished_at or t.updated_at))}" for t in waiting]
+            lines.append("</finished_while_away>")
+        if turn.chat in self._followups:
+            lines.append("<pending_followup>you were waiting for the user to finish a thought</pending_followup>")
+        last_out = next((m for m in reversed(history) if m["direction"] == "out"), None)
+        if last_out:
+            lines.append(f"Your last message was sent {ago(now - last_out['created_at'])}.")
+        return "\n".join(lines)
+
+    def _user_away(self, chat: str) -> bool:
+        last = self._stores.messages.last_inbound_at(chat)
+        return last is not None and self._clock() - last > self._settings.away_after_seconds
+
+    # --- follow-ups and status notes ---
+
+    def _schedule_followup(self, chat: str, question: str) -> None:
+        self._cancel_followup(chat)
+        delay = self._settings.burst_followup_seconds * self._rng.uniform(0.75, 1.25)
+        self._followups[chat] = asyncio.create_task(self._followup(chat, question, delay))
+
+    async def _followup(self, chat: str, question: str, delay: float) -> None:
+        await self._sleep(delay)
+        self._followups.pop(chat, None)
+        await self.delivery.say(chat, question)
+
+    def _cancel_followup(self, chat: str) -> None:
+        pending = self._followups.pop(chat, None)
+        if pending is not None:
+            pending.cancel()
+
+    async def _status_notes(self) -> None:
+        """While a long task runs, tell its chat how it is going every status interval (real signals)."""
+        interval = self._settings.status_interval_seconds
+        while True:
+            await self._sleep(max(1.0, interval / 4))
+            now = self._clock()
+            for task in self._stores.tasks.open_tasks():
+                since = self._last_note.get(task.id, task.created_at)
+                if now - since < interval:
+                    continue
+                self._last_note[task.id] = now
+                signal = self.bus.last_signal(task.id)
+                step = f"last step: {signal.data} ({ago(now - signal.ts)})" if signal and signal.data else "no step reported yet"
+                with contextlib.suppress(Exception):
+                    await self._say(task, f"Still on {task.name} ({duration(now - task.created_at)} so far), {step}.")

@@ -1,0 +1,140 @@
+"""How words reach the user: natural chunks, jittered typing pauses, the tone shim and framing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+from collections.abc import Awaitable, Callable
+
+from bicameral.events import Action, ActionResult, SendFile, SendText, Typing
+from bicameral.models.base import Message, Model, ModelError, complete
+
+log = logging.getLogger(__name__)
+
+Perform = Callable[[Action], Awaitable[ActionResult]]
+
+SHIM_PROMPT = (
+    "Rephrase the text in the voice of {bot_name}: a warm, brief personal assistant in a chat app. "
+    "No content changes: keep every fact, number, name, link and code block exactly. Do not add "
+    "greetings or questions. Reply with the rephrased text only."
+)
+FRAME_PROMPT = (
+    "You are {bot_name}, a warm, brief personal assistant in a chat app. Your executor finished a task "
+    "for the user. Rewrite its result as your own message to the user: open with one natural framing "
+    "line, then the substance. Keep every fact, number, name, link and code block; drop executor "
+    "chatter. Punchline last. Separate natural message breaks with blank lines. {reintroduce}"
+    "Reply with the message only."
+)
+_SINGLE_MESSAGE_CHARS = 700
+_KEEP = re.compile(r"https?://\S+|`[^`]+`|\d[\d.,:%]*")
+
+
+class Delivery:
+    def __init__(
+        self,
+        perform: Perform,
+        front_model: Model,
+        *,
+        bot_name: str = "bicameral",
+        pause_scale: float = 1.0,
+        max_tokens: int = 1500,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._perform = perform
+        self._model = front_model
+        self._bot_name = bot_name
+        self._pause_scale = pause_scale
+        self._max_tokens = max_tokens
+        self._rng = rng or random.Random()
+        self._sleep = sleep
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def say(
+        self,
+        chat: str,
+        text: str,
+        *,
+        reply_to: str | None = None,
+        thread_id: str | None = None,
+        perform: Perform | None = None,
+    ) -> list[str]:
+        """Send text as 1-3 natural messages, each after a jittered typing pause; returns message ids."""
+        perform = perform or self._perform
+        sent: list[str] = []
+        async with self._locks.setdefault(chat, asyncio.Lock()):
+            for index, part in enumerate(natural_parts(text)):
+                await perform(Typing(chat=chat, thread_id=thread_id))
+                await self._sleep(self.pause_before(part, first=index == 0))
+                result = await perform(
+                    SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id)
+                )
+                sent.extend(result.message_ids)
+        return sent
+
+    async def send_file(self, chat: str, path: str, caption: str, *, thread_id: str | None = None) -> bool:
+        kind = "photo" if path.lower().endswith((".png", ".jpg", ".jpeg", ".webp")) else "document"
+        result = await self._perform(SendFile(chat=chat, path=path, kind=kind, caption=caption, thread_id=thread_id))
+        return result.ok
+
+    def pause_before(self, part: str, *, first: bool) -> float:
+        """A typing pause that grows with the text, never the same twice."""
+        base = 0.6 if first else min(max(len(part) / 60, 2.0), 8.0)
+        return base * self._rng.uniform(0.6, 1.4) * self._pause_scale
+
+    async def shim(self, text: str) -> str:
+        """Rephrase a short result in the assistant's voice; the original wins if facts would change."""
+        system = SHIM_PROMPT.format(bot_name=self._bot_name)
+        return await self._rewrite(system, text, text)
+
+    async def frame(self, spec: str, result: str, *, finished_ago: str | None = None) -> str:
+        """Rewrite a long result as the assistant's own framed message."""
+        reintroduce = (
+            f"The user was away; the task finished {finished_ago}. Open by reintroducing it "
+            "(what it was and when it finished) before the substance. "
+            if finished_ago
+            else ""
+        )
+        system = FRAME_PROMPT.format(bot_name=self._bot_name, reintroduce=reintroduce)
+        prompt = f"<task>{spec}</task>\n<result>\n{result}\n</result>"
+        return await self._rewrite(system, prompt, result)
+
+    async def _rewrite(self, system: str, prompt: str, original: str) -> str:
+        try:
+            completion = await complete(self._model, system, [Message.user(prompt)], [], self._max_tokens)
+        except ModelError as exc:
+            log.info("voice pass skipped (%s); delivering the result as written", exc.kind)
+            return original
+        rewritten = completion.text.strip()
+        if not rewritten or not keeps_content(original, rewritten):
+            return original
+        return rewritten
+
+
+def natural_parts(text: str) -> list[str]:
+    """Split a long reply into 2-3 messages at paragraph boundaries; short replies stay whole."""
+    text = text.strip()
+    if len(text) <= _SINGLE_MESSAGE_CHARS:
+        return [text] if text else []
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if len(paragraphs) == 1:
+        return [text]
+    count = 2 if len(text) < 1800 else 3
+    target = len(text) / count
+    parts: list[str] = []
+    current: list[str] = []
+    for paragraph in paragraphs:
+        current.append(paragraph)
+        if len("\n\n".join(current)) >= target and len(parts) < count - 1:
+            parts.append("\n\n".join(current))
+            current = []
+    if current:
+        parts.append("\n\n".join(current))
+    return parts
+
+
+def keeps_content(original: str, rewritten: str) -> bool:
+    """True when every number, link and inline code of the original survives the rewrite."""
+    return all(token in rewritten for token in _KEEP.findall(original))

@@ -1,0 +1,1 @@
+"""Running programs for tools: bounded, killable, never through a shell."""

@@ -1,0 +1,134 @@
+"""The tasks, task_events and task_checkpoints tables."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+from bicameral.store.db import Database
+from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
+
+_OPEN = ("pending", "running", "paused")
+
+
+class TaskStore:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    def create(self, task: Task) -> None:
+        with self._db.tx() as conn:
+            conn.execute(
+                """INSERT INTO tasks (id, chat, label, spec, context, state, parent_id, origin_message, thread_id,
+                                      created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (task.id, task.chat, task.label, task.spec, task.context, task.state.value, task.parent_id,
+                 task.origin_message, task.thread_id, task.created_at, task.updated_at),
+            )
+
+    def get(self, task_id: str) -> Task | None:
+        row = self._db.query_one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        return _task(row) if row else None
+
+    def update(self, task_id: str, **fields: object) -> Task:
+        fields["updated_at"] = self._clock()
+        if isinstance(fields.get("state"), TaskState):
+            fields["state"] = fields["state"].value  # type: ignore[union-attr]
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self._db.tx() as conn:
+            conn.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*fields.values(), task_id))
+        task = self.get(task_id)
+        assert task is not None
+        return task
+
+    def for_chat(self, chat: str, *, open_only: bool = False, limit: int = 20) -> list[Task]:
+        if open_only:
+            rows = self._db.query(
+                f"SELECT * FROM tasks WHERE chat = ? AND state IN {_OPEN} ORDER BY created_at", (chat,)
+            )
+        else:
+            rows = self._db.query(
+                "SELECT * FROM tasks WHERE chat = ? ORDER BY created_at DESC LIMIT ?", (chat, limit)
+            )
+            rows = list(reversed(rows))
+        return [_task(row) for row in rows]
+
+    def open_tasks(self) -> list[Task]:
+        rows = self._db.query(f"SELECT * FROM tasks WHERE state IN {_OPEN} ORDER BY created_at")
+        return [_task(row) for row in rows]
+
+    def undelivered(self, chat: str) -> list[Task]:
+        rows = self._db.query(
+            """SELECT * FROM tasks WHERE chat = ? AND state IN ('completed', 'failed')
+               AND delivered_at IS NULL ORDER BY finished_at""",
+            (chat,),
+        )
+        return [_task(row) for row in rows]
+
+    def count(self, chat: str) -> int:
+        return int(self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))[0])
+
+    # --- events ---
+
+    def add_event(self, event: TaskEvent) -> None:
+        with self._db.tx() as conn:
+            conn.execute(
+                "INSERT INTO task_events (task_id, kind, data, ts) VALUES (?, ?, ?, ?)",
+                (event.task_id, event.kind.value, event.data, event.ts),
+            )
+
+    def events(self, task_id: str) -> list[TaskEvent]:
+        rows = self._db.query("SELECT * FROM task_events WHERE task_id = ? ORDER BY id", (task_id,))
+        return [TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"]) for row in rows]
+
+    def last_event(self, task_id: str) -> TaskEvent | None:
+        row = self._db.query_one("SELECT * FROM task_events WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,))
+        return TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"]) if row else None
+
+    # --- checkpoints ---
+
+    def checkpoint(self, task_id: str, reason: str, messages: list[dict]) -> None:
+        with self._db.tx() as conn:
+            conn.execute(
+                "INSERT INTO task_checkpoints (task_id, reason, messages, ts) VALUES (?, ?, ?, ?)",
+                (task_id, reason, json.dumps(messages, ensure_ascii=False), self._clock()),
+            )
+            # Keep the latest few: a long task must not grow the database without bound.
+            conn.execute(
+                """DELETE FROM task_checkpoints WHERE task_id = ? AND id NOT IN
+                   (SELECT id FROM task_checkpoints WHERE task_id = ? ORDER BY id DESC LIMIT 5)
+                   AND reason = 'step'""",
+                (task_id, task_id),
+            )
+
+    def latest_checkpoint(self, task_id: str) -> list[dict] | None:
+        row = self._db.query_one(
+            "SELECT messages FROM task_checkpoints WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,)
+        )
+        return json.loads(row["messages"]) if row else None
+
+    def checkpoints(self, task_id: str) -> list[tuple[str, list[dict]]]:
+        rows = self._db.query("SELECT reason, messages FROM task_checkpoints WHERE task_id = ? ORDER BY id", (task_id,))
+        return [(row["reason"], json.loads(row["messages"])) for row in rows]
+
+
+def _task(row) -> Task:
+    return Task(
+        id=row["id"],
+        chat=row["chat"],
+        spec=row["spec"],
+        state=TaskState(row["state"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        label=row["label"],
+        context=row["context"],
+        parent_id=row["parent_id"],
+        origin_message=row["origin_message"],
+        thread_id=row["thread_id"],
+        result=row["result"],
+        error=row["error"],
+        attempts=row["attempts"],
+        finished_at=row["finished_at"],
+        delivered_at=row["delivered_at"],
+    )

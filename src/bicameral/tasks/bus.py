@@ -1,0 +1,320 @@
+"""The task bus: spawn / append / redirect / branch / cancel, each task driven by an executor."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bicameral.store.tasks import TaskStore
+from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskOutcome, TaskState
+
+log = logging.getLogger(__name__)
+
+OnEvent = Callable[[Task, TaskEvent], Awaitable[None]]
+_CANCEL_WAIT_SECONDS = 1.0
+
+
+class TaskError(Exception):
+    """An operation the bus cannot do (unknown task, task already finished); the text says why."""
+
+
+class TaskControl(Protocol):
+    """What an executor sees of the bus while it runs one task."""
+
+    task: Task
+
+    def resume_messages(self) -> list[dict] | None:
+        """The latest checkpoint of this task's transcript, if any."""
+
+    def drain_notes(self) -> list[str]:
+        """Context the user added (append / redirect) since the last call."""
+
+    def checkpoint(self, messages: list[dict], reason: str = "step") -> None:
+        """Persist the transcript so far: redirect and restart resume from here."""
+
+    async def progress(self, text: str) -> None:
+        """Report a real step (throttled before it reaches the user)."""
+
+
+class Executor(Protocol):
+    async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
+        """Run a task to an outcome, honouring notes at tool boundaries; cancellation stops it at once."""
+
+
+@dataclass
+class _Run:
+    """In-memory state of a task being driven."""
+
+    notes: list[str] = field(default_factory=list)
+    aio: asyncio.Task | None = None
+    pivot: bool = False
+    cancelled: bool = False
+    last_progress_at: float = 0.0
+    latest_progress: TaskEvent | None = None
+
+
+@dataclass
+class _Control:
+    task: Task
+    _bus: "TaskBus"
+    _run: _Run
+
+    def resume_messages(self) -> list[dict] | None:
+        return self._bus.store.latest_checkpoint(self.task.id)
+
+    def drain_notes(self) -> list[str]:
+        notes, self._run.notes = self._run.notes, []
+        return notes
+
+    def checkpoint(self, messages: list[dict], reason: str = "step") -> None:
+        self._bus.store.checkpoint(self.task.id, reason, messages)
+
+    async def progress(self, text: str) -> None:
+        await self._bus._progress(self.task, self._run, text)
+
+
+class TaskBus:
+    def __init__(
+        self,
+        store: TaskStore,
+        executor: Executor,
+        *,
+        on_event: OnEvent,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        progress_interval: float = 5.0,
+        max_attempts: int = 2,
+        retry_delay: float = 5.0,
+    ) -> None:
+        self.store = store
+        self._executor = executor
+        self._on_event = on_event
+        self._clock = clock
+        self._sleep = sleep
+        self._progress_interval = progress_interval
+        self._max_attempts = max_attempts
+        self.retry_delay = retry_delay
+        self._runs: dict[str, _Run] = {}
+
+    # --- operations ---
+
+    async def spawn(
+        self,
+        chat: str,
+        spec: str,
+        *,
+        context: str = "",
+        label: str | None = None,
+        parent_id: str | None = None,
+        transcript: list[dict] | None = None,
+        origin_message: str | None = None,
+        thread_id: str | None = None,
+    ) -> Task:
+        """Create a task and start it; returns at once with its id."""
+        now = self._clock()
+        task = Task(
+            id=_new_id(),
+            chat=chat,
+            spec=spec.strip(),
+            state=TaskState.PENDING,
+            created_at=now,
+            updated_at=now,
+            label=(label or "").strip()[:40] or None,
+            context=context,
+            parent_id=parent_id,
+            origin_message=origin_message,
+            thread_id=thread_id,
+        )
+        self.store.create(task)
+        if transcript is not None:
+            self.store.checkpoint(task.id, "fork", transcript)
+        self._start(task, _Run())
+        return task
+
+    async def append(self, task_id: str, text: str) -> Task:
+        """Hand extra context to a running task; it reaches the loop at its next tool boundary."""
+        task, run = self._live(task_id)
+        run.notes.append(f"Additional context from the user (take it into account): {text.strip()}")
+        await self._emit(task, EventKind.APPENDED, text)
+        return task
+
+    async def redirect(self, task_id: str, new_spec: str) -> Task:
+        """Checkpoint the work so far and pivot it to a new instruction without losing it."""
+        task, run = self._live(task_id)
+        latest = self.store.latest_checkpoint(task.id)
+        if latest is not None:
+            self.store.checkpoint(task.id, "redirect", latest)
+        task = self.store.update(task.id, spec=new_spec.strip())
+        run.notes.append(
+            "The user changed what they want. New instruction (it replaces the earlier one; reuse any work "
+            f"above that still helps): {new_spec.strip()}"
+        )
+        await self._emit(task, EventKind.REDIRECTED, new_spec)
+        if run.aio is not None and not run.aio.done():
+            run.pivot = True
+            run.aio.cancel()  # drop the in-flight step; the checkpoint keeps every finished one
+        return task
+
+    async def branch(self, task_id: str, fork_spec: str, *, label: str | None = None) -> Task:
+        """Fork a new parallel task that starts from the parent's current transcript."""
+        parent = self.get(task_id)
+        transcript = self.store.latest_checkpoint(parent.id)
+        child = await self.spawn(
+            parent.chat,
+            fork_spec,
+            context=parent.context,
+            label=label,
+            parent_id=parent.id,
+            transcript=transcript,
+            origin_message=parent.origin_message,
+            thread_id=parent.thread_id,
+        )
+        if transcript is not None:
+            self._runs[child.id].notes.append(
+                f"This is a new task, forked from the work above. Do only this now: {fork_spec.strip()}"
+            )
+        return child
+
+    async def cancel(self, task_id: str) -> Task:
+        """Hard-stop a task: its HTTP calls and subprocesses are cancelled at once."""
+        task, run = self._live(task_id)
+        run.cancelled = True
+        if run.aio is not None and not run.aio.done():
+            run.aio.cancel()
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(run.aio), _CANCEL_WAIT_SECONDS)
+        task = self.get(task_id)
+        if task.state.is_open:
+            task = self._finish(task, TaskState.CANCELLED)
+            await self._emit(task, EventKind.CANCELLED)
+        return task
+
+    # --- queries ---
+
+    def get(self, task_id: str) -> Task:
+        task = self.store.get(task_id)
+        if task is None:
+            raise TaskError(f"there is no task {task_id!r}")
+        return task
+
+    def find(self, chat: str, ref: str) -> Task:
+        """A task of this chat by id or label (case-insensitive); the newest match wins."""
+        ref = ref.strip().lower()
+        for task in reversed(self.store.for_chat(chat, limit=50)):
+            if task.id.lower() == ref or (task.label or "").lower() == ref:
+                return task
+        raise TaskError(f"no task {ref!r} in this chat")
+
+    def open_tasks(self, chat: str) -> list[Task]:
+        return self.store.for_chat(chat, open_only=True)
+
+    def last_signal(self, task_id: str) -> TaskEvent | None:
+        """The newest real event, including progress not yet flushed past the throttle."""
+        stored = self.store.last_event(task_id)
+        run = self._runs.get(task_id)
+        pending = run.latest_progress if run else None
+        if pending is not None and (stored is None or pending.ts > stored.ts):
+            return pending
+        return stored
+
+    # --- lifecycle ---
+
+    async def resume_open(self) -> int:
+        """Restart every task left open by the previous process, from its last checkpoint."""
+        tasks = [t for t in self.store.open_tasks() if t.id not in self._runs]
+        for task in tasks:
+            log.info("resuming task %s (%s) from its checkpoint", task.id, task.name)
+            self._start(task, _Run(), resumed=True)
+        return len(tasks)
+
+    async def close(self) -> None:
+        """Stop driving tasks without changing their state, so the next start resumes them."""
+        runs = [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]
+        for aio in runs:
+            aio.cancel()
+        for aio in runs:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await aio
+        self._runs.clear()
+
+    # --- driving ---
+
+    def _start(self, task: Task, run: _Run, *, resumed: bool = False) -> None:
+        self._runs[task.id] = run
+        run.aio = asyncio.create_task(self._drive(task, run, resumed), name=f"task:{task.id}")
+
+    async def _drive(self, task: Task, run: _Run, resumed: bool) -> None:
+        task = self.store.update(task.id, state=TaskState.RUNNING, attempts=task.attempts + (0 if run.pivot else 1))
+        if not run.pivot:
+            await self._emit(task, EventKind.STARTED, "resumed after a restart" if resumed else "")
+        run.pivot = False
+        try:
+            outcome = await self._executor.run(task, _Control(task, self, run))
+        except asyncio.CancelledError:
+            if run.pivot and not run.cancelled:
+                self._start(self.get(task.id), run)  # the redirect: same notes, fresh step
+                return
+            if not run.cancelled:
+                raise  # shutdown: stay open, resume next start
+            return
+        except Exception as exc:
+            log.exception("executor crashed on task %s", task.id)
+            outcome = TaskOutcome(error_kind="crash", error=f"{type(exc).__name__}: {exc}", retryable=True)
+        await self._conclude(self.get(task.id), run, outcome)
+
+    async def _conclude(self, task: Task, run: _Run, outcome: TaskOutcome) -> None:
+        if run.cancelled or not task.state.is_open:
+            return
+        if outcome.ok:
+            task = self._finish(task, TaskState.COMPLETED, result=outcome.result or "")
+            await self._emit(task, EventKind.COMPLETED, outcome.result or "")
+            return
+        if outcome.retryable and task.attempts < self._max_attempts:
+            await self._emit(task, EventKind.RETRYING, outcome.error_kind or "error")
+            await self._sleep(self.retry_delay)
+            if not run.cancelled:
+                self._start(self.get(task.id), run)
+            return
+        task = self._finish(task, TaskState.FAILED, error=outcome.error or outcome.error_kind or "failed")
+        await self._emit(task, EventKind.FAILED, outcome.error_kind or "error")
+
+    def _finish(self, task: Task, state: TaskState, **fields: object) -> Task:
+        self._runs.pop(task.id, None)
+        return self.store.update(task.id, state=state, finished_at=self._clock(), **fields)
+
+    def _live(self, task_id: str) -> tuple[Task, _Run]:
+        task = self.get(task_id)
+        run = self._runs.get(task.id)
+        if not task.state.is_open or run is None:
+            raise TaskError(f"task {task.name!r} is already {task.state.value}")
+        return task, run
+
+    async def _progress(self, task: Task, run: _Run, text: str) -> None:
+        event = TaskEvent(task.id, EventKind.PROGRESS, self._clock(), text[:300])
+        run.latest_progress = event
+        # The user-facing stream is throttled; the latest step is still kept for status answers.
+        if event.ts - run.last_progress_at >= self._progress_interval:
+            run.last_progress_at = event.ts
+            self.store.add_event(event)
+            await self._deliver(task, event)
+
+    async def _emit(self, task: Task, kind: EventKind, data: str = "") -> None:
+        event = TaskEvent(task.id, kind, self._clock(), data[:2000])
+        self.store.add_event(event)
+        await self._deliver(task, event)
+
+    async def _deliver(self, task: Task, event: TaskEvent) -> None:
+        try:
+            await self._on_event(task, event)
+        except Exception:  # a delivery problem must not kill the task
+            log.exception("task event %s of %s was not delivered", event.kind.value, task.id)
+
+
+def _new_id() -> str:
+    return "t" + uuid.uuid4().hex[:6]
