@@ -58,9 +58,9 @@ async def start_bot(make_settings):
 
     apps: list[App] = []
 
-    async def start(**overrides) -> App:
+    async def start(*, extra_tools=(), **overrides) -> App:
         settings = make_settings(**overrides)
-        app = App(settings, [TelegramChannel(settings)])
+        app = App(settings, [TelegramChannel(settings)], extra_tools=extra_tools)
         await app.start()
         apps.append(app)
         return app

@@ -104,6 +104,21 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
     max_session_messages: int = Field(default=60, ge=4)
 
+    # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---
+    # The `claude` CLI runs the turns; these bound how it is run and supervised.
+    claude_bin: str = "claude"
+    claude_effort: Literal["low", "medium", "high", "max"] = "medium"
+    # A subscription token from `claude setup-token`; without it (and without an API key) the CLI uses its own login.
+    claude_oauth_token: SecretStr | None = Field(default=None, validation_alias="CLAUDE_CODE_OAUTH_TOKEN")
+    liveness_timeout_seconds: float = Field(default=300.0, gt=0)
+    liveness_poll_seconds: float = Field(default=30.0, gt=0)
+    crash_backoff_base: float = Field(default=2.0, gt=0)
+    crash_backoff_cap: float = Field(default=64.0, gt=0)
+    crash_limit: int = Field(default=10, ge=1)
+    crash_window_seconds: float = Field(default=600.0, gt=0)
+    dropped_text_max_retries: int = Field(default=3, ge=0)
+    plugins_path: Path | None = None
+
     # --- observability ---
     log_level: str = "INFO"
     log_keep_days: int = Field(default=7, ge=1)
@@ -185,6 +200,10 @@ class Settings(BaseSettings):
         return self.data_dir / "logs"
 
     @property
+    def resolved_plugins_path(self) -> Path:
+        return self.plugins_path or self.data_dir / "plugins.json"
+
+    @property
     def back(self) -> ModelRef:
         return ModelRef(self.back_model)
 
@@ -201,7 +220,7 @@ class Settings(BaseSettings):
 
     def secret_values(self) -> list[str]:
         """Every configured secret, so log filters can redact them verbatim."""
-        secrets = [self.telegram_token, self.anthropic_api_key, self.openai_api_key]
+        secrets = [self.telegram_token, self.anthropic_api_key, self.openai_api_key, self.claude_oauth_token]
         return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
 
 

@@ -139,8 +139,9 @@ class FrontChamber:
         if len(result) <= self._settings.short_result_chars and finished_ago is None:
             text = await self.delivery.shim(result)
         else:
-            text = await self.delivery.frame(task.spec, result, finished_ago=finished_ago)
-            if finished_ago and task.name.lower() not in text.lower():
+            text = await self.delivery.frame(task.spec, result)
+            if finished_ago:
+                # Reintroduce from real data: what it was and when it finished, before the substance.
                 text = f"Oh hey, I finished {task.name} {finished_ago}.\n\n{text}"
         await self._say(task, text)
         self._stores.tasks.update(task.id, delivered_at=self._clock())

@@ -24,8 +24,7 @@ FRAME_PROMPT = (
     "You are {bot_name}, a warm, brief personal assistant in a chat app. Your executor finished a task "
     "for the user. Rewrite its result as your own message to the user: open with one natural framing "
     "line, then the substance. Keep every fact, number, name, link and code block; drop executor "
-    "chatter. Punchline last. Separate natural message breaks with blank lines. {reintroduce}"
-    "Reply with the message only."
+    "chatter. Punchline last. Separate natural message breaks with blank lines. Reply with the message only."
 )
 _SINGLE_MESSAGE_CHARS = 700
 _KEEP = re.compile(r"https?://\S+|`[^`]+`|\d[\d.,:%]*")
@@ -89,15 +88,9 @@ class Delivery:
         system = SHIM_PROMPT.format(bot_name=self._bot_name)
         return await self._rewrite(system, text, text)
 
-    async def frame(self, spec: str, result: str, *, finished_ago: str | None = None) -> str:
+    async def frame(self, spec: str, result: str) -> str:
         """Rewrite a long result as the assistant's own framed message."""
-        reintroduce = (
-            f"The user was away; the task finished {finished_ago}. Open by reintroducing it "
-            "(what it was and when it finished) before the substance. "
-            if finished_ago
-            else ""
-        )
-        system = FRAME_PROMPT.format(bot_name=self._bot_name, reintroduce=reintroduce)
+        system = FRAME_PROMPT.format(bot_name=self._bot_name)
         prompt = f"<task>{spec}</task>\n<result>\n{result}\n</result>"
         return await self._rewrite(system, prompt, result)
 

@@ -53,8 +53,10 @@ class _Run:
 
     notes: list[str] = field(default_factory=list)
     aio: asyncio.Task | None = None
+    step: asyncio.Task | None = None
     pivot: bool = False
     cancelled: bool = False
+    started: bool = False
     last_progress_at: float = 0.0
     latest_progress: TaskEvent | None = None
 
@@ -156,9 +158,9 @@ class TaskBus:
             f"above that still helps): {new_spec.strip()}"
         )
         await self._emit(task, EventKind.REDIRECTED, new_spec)
-        if run.aio is not None and not run.aio.done():
+        if run.step is not None and not run.step.done():
             run.pivot = True
-            run.aio.cancel()  # drop the in-flight step; the checkpoint keeps every finished one
+            run.step.cancel()  # drop the in-flight step; the checkpoint keeps every finished one
         return task
 
     async def branch(self, task_id: str, fork_spec: str, *, label: str | None = None) -> Task:
@@ -250,23 +252,34 @@ class TaskBus:
         run.aio = asyncio.create_task(self._drive(task, run, resumed), name=f"task:{task.id}")
 
     async def _drive(self, task: Task, run: _Run, resumed: bool) -> None:
-        task = self.store.update(task.id, state=TaskState.RUNNING, attempts=task.attempts + (0 if run.pivot else 1))
-        if not run.pivot:
-            await self._emit(task, EventKind.STARTED, "resumed after a restart" if resumed else "")
-        run.pivot = False
         try:
-            outcome = await self._executor.run(task, _Control(task, self, run))
+            outcome = await self._steps(task, run, resumed)
         except asyncio.CancelledError:
-            if run.pivot and not run.cancelled:
-                self._start(self.get(task.id), run)  # the redirect: same notes, fresh step
-                return
-            if not run.cancelled:
-                raise  # shutdown: stay open, resume next start
-            return
+            if run.cancelled:
+                return  # cancel() records the state
+            raise  # shutdown: the task stays open and resumes on the next start
         except Exception as exc:
             log.exception("executor crashed on task %s", task.id)
             outcome = TaskOutcome(error_kind="crash", error=f"{type(exc).__name__}: {exc}", retryable=True)
         await self._conclude(self.get(task.id), run, outcome)
+
+    async def _steps(self, task: Task, run: _Run, resumed: bool) -> TaskOutcome:
+        """Run the executor; a redirect cancels only the inner run, which restarts from the checkpoint."""
+        task = self.store.update(task.id, state=TaskState.RUNNING, attempts=task.attempts + 1)
+        if not run.started:
+            run.started = True
+            await self._emit(task, EventKind.STARTED, "resumed after a restart" if resumed else "")
+        while True:
+            run.pivot = False
+            run.step = asyncio.create_task(self._executor.run(task, _Control(task, self, run)))
+            try:
+                return await run.step
+            except asyncio.CancelledError:
+                outer = asyncio.current_task()
+                if run.pivot and not run.cancelled and outer is not None and not outer.cancelling():
+                    task = self.get(task.id)
+                    continue
+                raise
 
     async def _conclude(self, task: Task, run: _Run, outcome: TaskOutcome) -> None:
         if run.cancelled or not task.state.is_open:
