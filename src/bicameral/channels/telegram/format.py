@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
 from markdown_it.tree import SyntaxTreeNode
 
 TELEGRAM_LIMIT = 4096
@@ -346,17 +347,17 @@ class _Splitter:
         self.cuts = self._cut_classes()
 
     def chunks(self) -> list[str]:
-        chunks = []
+        chunks: list[str] = []
         pos = 0
         while _NON_SPACE_RE.search(self.text, pos):
-            end = self._next_cut(pos)
-            chunk = self._assemble(pos, end)
+            end, chunk = self._next_chunk(pos)
             if chunk:
                 chunks.append(chunk)
             pos = end
         return chunks
 
-    def _next_cut(self, pos: int) -> int:
+    def _next_chunk(self, pos: int) -> tuple[int, str]:
+        """Choose where the chunk starting at pos ends; return that end and the chunk text."""
         horizon = min(len(self.text), pos + self.window)
         sizes: dict[int, int] = {}  # cut classes overlap, so the same end is often re-probed
 
@@ -380,11 +381,12 @@ class _Splitter:
             found = _farthest(
                 raw, lambda end: _rendered_size(_tidy(self.text[pos:end])), self.limit, pos, 1.0
             )
-            return found if found is not None else pos + 1
+            end = found if found is not None else pos + 1
+            return end, _tidy(self.text[pos:end])
         if sizes.get(found):
             # The next chunk most likely renders like this one, which makes a good first guess.
             self.growth = min(max(sizes[found] / (found - pos), 0.25), 8.0)
-        return found
+        return found, self._assemble(pos, found)
 
     def _assemble(self, start: int, end: int) -> str:
         """Source text for [start, end), with fences/table headers reopened or closed as needed."""
@@ -450,7 +452,7 @@ class _Splitter:
             result.append(sorted(cumulative))
         return result
 
-    def _add_region(self, token, start: int, end: int) -> None:
+    def _add_region(self, token: Token, start: int, end: int) -> None:
         """Record a top-level fence or table so chunks cut inside it stay well-formed."""
         first, last = token.map
         if token.type == "fence" and last - first >= 2:

@@ -1,0 +1,25 @@
+"""The benchmark's scenarios run end to end with tiny counts; figures are numbers, never judged."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.overhead import run_overhead
+from bench.startup import run_startup
+
+
+async def test_overhead_answers_every_message_and_reports_numbers():
+    result = await run_overhead(messages=5)
+    assert result.answered == 5
+    assert len(result.inbound_to_model) == len(result.reply_to_send) == 5
+    figures = result.figures()
+    assert figures and all(isinstance(f.value, (int, float)) and math.isfinite(f.value) for f in figures)
+
+
+@pytest.mark.slow
+async def test_startup_reports_a_number():
+    result = await run_startup(runs=1)
+    assert len(result.runs) == 1
+    assert all(math.isfinite(f.value) and f.value > 0 for f in result.figures())
