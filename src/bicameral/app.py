@@ -75,7 +75,7 @@ class App:
         """The chamber that answers turns, chosen by the executor and the mode."""
         settings = self.settings
         if self.mode != settings.mode:
-            log.warning("bicameral mode needs models that call tools; the local model runs in single mode")
+            log.info("bicameral mode needs models that call tools; the local model runs in single mode")
         back_model = self.back_model or build_model(settings.back_model, settings)
         if self.mode == "single":
             return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))

@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 
 from bicameral.app import App, ConfigError, configured_channels
-from bicameral.channels.base import Channel
+from bicameral.channels.base import Channel, ChannelStartError
 from bicameral.config import Settings
 from bicameral.observe.logs import setup_logging
 
@@ -75,7 +75,7 @@ def _serve(settings: Settings, channels: Sequence[Channel], on_ready=None) -> No
 
     try:
         asyncio.run(serve())
-    except ConfigError as exc:
+    except (ConfigError, ChannelStartError) as exc:
         _fail(str(exc))
     except Exception as exc:
         log.exception("fatal error")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bicameral.channels.base import ChannelStartError
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.channels.telegram.media import MAX_NAME_CHARS, safe_name
 from bicameral.config import Settings
@@ -298,7 +299,7 @@ async def test_bad_token_fails_clearly(tmp_path: Path, fake: FakeTelegram) -> No
     settings = Settings.for_test(tmp_path, telegram_token="999:WRONG", telegram_api_url=fake.url)
     ch = TelegramChannel(settings)
     try:
-        with pytest.raises(RuntimeError, match="check BICAMERAL_TELEGRAM_TOKEN"):
+        with pytest.raises(ChannelStartError, match="check BICAMERAL_TELEGRAM_TOKEN"):
             await ch.start(Inbox())
     finally:
         await ch.stop()

@@ -7,6 +7,10 @@ from typing import Protocol
 
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 
+class ChannelStartError(Exception):
+    """A channel cannot start (bad credentials, unreachable server); the message says what to fix."""
+
+
 # A sink returns only after the batch is persisted: channels acknowledge the platform after it.
 InboundSink = Callable[[Sequence[Inbound]], Awaitable[None]]
 

@@ -21,7 +21,7 @@ from aiogram.exceptions import (
 from aiogram.methods import GetUpdates
 from aiogram.utils.token import TokenValidationError
 
-from bicameral.channels.base import InboundSink
+from bicameral.channels.base import ChannelStartError, InboundSink
 from bicameral.config import Settings
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 
@@ -86,9 +86,9 @@ class TelegramChannel:
         try:
             me = await self._bot.get_me()
         except TelegramUnauthorizedError:
-            raise RuntimeError(BAD_TOKEN) from None
+            raise ChannelStartError(BAD_TOKEN) from None
         except TelegramAPIError as exc:
-            raise RuntimeError(self._redact(f"cannot reach Telegram: {exc.message}")) from None
+            raise ChannelStartError(self._redact(f"cannot reach Telegram: {exc.message}")) from None
         self._identity = BotIdentity(id=me.id, username=me.username or "")
         log.info("telegram: connected as @%s (id %s)", self._identity.username, me.id)
         self._task = asyncio.create_task(self._poll(sink), name="telegram-poll")
