@@ -326,3 +326,14 @@ async def test_single_mode_still_answers_with_one_model(telegram, models, start_
     sent = await telegram.await_sent(OWNER, 1)
     assert sent[0]["text"] == "single here"
     assert {r.model for r in models.requests} == {"back"}
+
+
+async def test_a_quote_reply_gives_the_front_the_referent(telegram, models, start_bot):
+    models.script(Reply(text="first answer"), Reply(text="ok, about that one"), model="front")
+    await start_bot(**FAST)
+    telegram.user_sends(OWNER, "what's the capital of Peru?")
+    first = (await telegram.await_sent(OWNER, 1))[0]
+    telegram.user_sends(OWNER, "tell me more", reply_to_message_id=first["message_id"])
+    await telegram.await_sent(OWNER, 2)
+    burst = _triage(models)[1].last_user_text()
+    assert '<quote id="%s" from="you">first answer</quote>' % first["message_id"] in burst
