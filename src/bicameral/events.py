@@ -81,6 +81,14 @@ class Inbound:
         return head.split("@", 1)[0].lower() or None
 
 
+TRUSTED_CHANNELS = frozenset({"terminal"})  # the person at the local keyboard is the owner
+
+
+def is_owner(inbound: Inbound, owner_id: int | None) -> bool:
+    """The owner: the configured user id, or whoever sits at a trusted local channel."""
+    return inbound.channel in TRUSTED_CHANNELS or (owner_id is not None and inbound.sender.id == str(owner_id))
+
+
 # --- actions: what the core asks a channel to do ---
 
 

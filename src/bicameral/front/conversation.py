@@ -10,9 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bicameral.config import Settings
-from bicameral.events import Action, ActionResult, Inbound, SendFile, SendText, Typing
+from bicameral.events import Action, ActionResult, Inbound, SendFile, SendText, Typing, is_owner
 from bicameral.front.turn import Turn, TurnHandler
-from bicameral.gate.access import is_owner
 from bicameral.outbox import Outbox
 from bicameral.store.messages import MessageStore
 

@@ -11,11 +11,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from bicameral.events import Inbound
+from bicameral.events import TRUSTED_CHANNELS, Inbound, is_owner
 
 log = logging.getLogger(__name__)
 Policy = Literal["owner_only", "allowlist", "open"]
-_TRUSTED_CHANNELS = {"terminal"}  # the person at the local keyboard is the owner
 
 
 class AccessConfig(BaseModel):
@@ -45,7 +44,7 @@ class AccessPolicy:
         return self._config
 
     def allows(self, inbound: Inbound) -> bool:
-        if inbound.channel in _TRUSTED_CHANNELS:
+        if inbound.channel in TRUSTED_CHANNELS:
             return True
         config = self.config
         if inbound.is_private:
@@ -77,11 +76,6 @@ class AccessPolicy:
         except (OSError, ValueError, ValidationError) as exc:
             # Keep the last good policy: a typo must not open the bot up or lock the owner out.
             log.error("ignoring broken %s (keeping policy %s): %s", self.path, self._config.policy, str(exc)[:300])
-
-
-def is_owner(inbound: Inbound, owner_id: int | None) -> bool:
-    """The owner: the configured user id, or whoever sits at a trusted local channel."""
-    return inbound.channel in _TRUSTED_CHANNELS or (owner_id is not None and inbound.sender.id == str(owner_id))
 
 
 def _contains(values: list[int | str], wanted: str) -> bool:

@@ -7,8 +7,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from bicameral.config import Settings
-from bicameral.events import Inbound, SendText
-from bicameral.gate.access import AccessPolicy, is_owner
+from bicameral.events import Inbound, SendText, is_owner
+from bicameral.gate.access import AccessPolicy
 from bicameral.gate.normalize import normalize
 from bicameral.gate.ratelimit import RateLimiter, Verdict
 from bicameral.gate.scrub import scrub
