@@ -337,3 +337,34 @@ async def test_a_quote_reply_gives_the_front_the_referent(telegram, models, star
     await telegram.await_sent(OWNER, 2)
     burst = _triage(models)[1].last_user_text()
     assert '<quote id="%s" from="you">first answer</quote>' % first["message_id"] in burst
+
+
+async def test_malformed_front_actions_are_skipped_and_the_reply_still_goes_out(telegram, models, start_bot):
+    models.script(
+        Reply(
+            text="Sure, one sec.",
+            tool_calls=[
+                ToolCall("spawn", {"spec": ""}),
+                ToolCall("explode", {"now": True}),
+                ToolCall("redirect", {"task": "ghost", "spec": "x"}),
+                ToolCall("spawn", {"label": 5}),
+            ],
+        ),
+        model="front",
+    )
+    app = await start_bot(**FAST)
+    telegram.user_sends(OWNER, "do something")
+    sent = await telegram.await_sent(OWNER, 1)
+    await asyncio.sleep(0.3)
+    assert sent[0]["text"] == "Sure, one sec."
+    assert app.stores.tasks.count(f"telegram:{OWNER}") == 0
+    assert models.requests_for("back") == []
+
+
+async def test_front_model_failure_is_told_plainly(telegram, models, start_bot):
+    models.script(Reply(error_status=529, error_message="Overloaded"), model="front")
+    await start_bot(**FAST, model_max_retries=0)
+    telegram.user_sends(OWNER, "hello?")
+    sent = await telegram.await_sent(OWNER, 1)
+    assert "overloaded" in sent[0]["text"].lower()
+    assert "529" not in sent[0]["text"]
