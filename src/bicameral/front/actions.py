@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -70,7 +71,9 @@ _ACTIONS: dict[str, tuple[str, type[BaseModel]]] = {
 }
 
 
+@functools.cache
 def front_tool_specs() -> list[ToolSpec]:
+    """The action tools' specs, built once (schemas never change at run time)."""
     specs = []
     for name, (description, model) in _ACTIONS.items():
         schema = model.model_json_schema()

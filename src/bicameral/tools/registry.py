@@ -58,6 +58,7 @@ class ToolRegistry:
         self._tools = {t.name: t for t in tools if t.name not in set(disabled)}
         self._audit = audit
         self._timeout = timeout
+        self._specs = [ToolSpec(name=t.name, description=t.description, input_schema=_schema(t)) for t in self._tools.values()]
 
     @classmethod
     def discover(cls, **kwargs) -> "ToolRegistry":
@@ -76,9 +77,7 @@ class ToolRegistry:
         return ToolRegistry(tools, audit=self._audit, timeout=self._timeout)
 
     def specs(self) -> list[ToolSpec]:
-        return [
-            ToolSpec(name=t.name, description=t.description, input_schema=_schema(t)) for t in self._tools.values()
-        ]
+        return list(self._specs)
 
     async def execute(self, name: str, raw_args: dict, ctx: ToolContext) -> ToolResult:
         """Validate, run (with a timeout) and audit one call; failures come back as error results."""

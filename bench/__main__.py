@@ -1,0 +1,127 @@
+"""`python -m bench [--quick] [--only NAME] [--mode MODE]`: run the scenarios and print their figures."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import get_args
+
+from rich.console import Console
+
+from bench.concurrency import run_concurrency
+from bench.harness import pinned, shipped_mode
+from bench.memory import run_memory
+from bench.overhead import run_overhead
+from bench.report import Figure, machine, print_report
+from bench.startup import run_startup
+from bicameral.config import Settings
+
+MODEL_LATENCY = 1.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much work each scenario does."""
+
+    messages: int
+    chats: int
+    startup_runs: int
+    mode: str | None = None  # None: the shipped default
+
+
+FULL = Plan(messages=200, chats=200, startup_runs=5)
+QUICK = Plan(messages=50, chats=50, startup_runs=1)
+
+Scenario = Callable[[Plan], Awaitable[list[Figure]]]
+
+
+async def _memory(plan: Plan) -> list[Figure]:
+    return (await run_memory(plan.chats, MODEL_LATENCY, plan.mode)).figures()
+
+
+async def _overhead(plan: Plan) -> list[Figure]:
+    return (await run_overhead(plan.messages, plan.mode)).figures()
+
+
+async def _concurrency(plan: Plan) -> list[Figure]:
+    return (await run_concurrency(plan.chats, MODEL_LATENCY, plan.mode)).figures()
+
+
+async def _startup(plan: Plan) -> list[Figure]:
+    return (await run_startup(plan.startup_runs, plan.mode)).figures()
+
+
+# Memory runs first: its in-process figures should not include what later scenarios leave behind.
+SCENARIOS: dict[str, Scenario] = {
+    "memory": _memory,
+    "overhead": _overhead,
+    "concurrency": _concurrency,
+    "startup": _startup,
+}
+
+
+def _settings_lines(plan: Plan) -> list[str]:
+    """What was measured, under which settings, for the report's header."""
+    mode = plan.mode or shipped_mode()
+    others = {k: v for k, v in pinned(plan.mode).items() if k != "mode"}
+    cap = Settings.model_fields["max_concurrent_turns"].default
+    return [
+        f"counts: {plan.messages} sequential DMs (overhead), {plan.chats} chats at once (concurrency, memory), "
+        f"{plan.startup_runs} start-up(s)",
+        f"mode: {mode}" + (" (the shipped default; --mode to change)" if mode == shipped_mode() else " (--mode)"),
+        "settings: debounce_ms=0, telegram_poll_timeout=1, "
+        + "".join(f"{k}={v} (typing pauses are pacing, not overhead), " for k, v in others.items())
+        + f"max_concurrent_turns={cap} unless stated, the rest as shipped",
+        f"models: front and back openai:bench on the fake OpenAI server (streaming); latency 0 s (overhead) "
+        f"or {MODEL_LATENCY:g} s (concurrency, memory); access policy open for the multi-chat scenarios",
+        "logging: INFO to the JSON log file in-process (no console); `bicameral run` defaults in the subprocess",
+    ]
+
+
+async def _run(names: list[str], plan: Plan, console: Console) -> tuple[list[Figure], list[str]]:
+    """Run the scenarios in order; a crash is reported and the rest still run."""
+    figures: list[Figure] = []
+    failed: list[str] = []
+    for name in names:
+        started = time.monotonic()
+        with console.status(f"running {name}…"):
+            try:
+                figures += await SCENARIOS[name](plan)
+            except Exception:
+                failed.append(name)
+                console.print(f"[red]{name} failed:[/red]\n{traceback.format_exc()}")
+        console.print(f"{name}: done in {time.monotonic() - started:.1f} s")
+    return figures, failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, run, print; exit status 0 unless a scenario crashed."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller counts, for a smoke run")
+    parser.add_argument("--only", action="append", choices=list(SCENARIOS), metavar="NAME",
+                        help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
+    parser.add_argument("--mode", choices=get_args(Settings.model_fields["mode"].annotation),
+                        help=f"which chamber set-up to measure (default: {shipped_mode()}, as shipped)")
+    args = parser.parse_args(argv)
+    plan = replace(QUICK if args.quick else FULL, mode=args.mode)
+    names = [n for n in SCENARIOS if not args.only or n in args.only]
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=132)  # piped into a file or CI log: no need to wrap at 80
+    console.print(f"machine: {machine()}")
+    for line in _settings_lines(plan):
+        console.print(line, markup=False)
+    started = time.monotonic()
+    figures, failed = asyncio.run(_run(names, plan, console))
+    print_report(console, figures)
+    console.print(f"total {time.monotonic() - started:.1f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Harness overhead per message: sequential DMs against a zero-latency model."""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.harness import (
+    OWNER,
+    TimedTelegram,
+    bench_settings,
+    fakes,
+    percentile,
+    running_app,
+    tag,
+    tag_of,
+    tagged_responder,
+    wait_until,
+)
+from bench.load import warm_up
+from bench.report import Figure
+from tests.fakes.model_server import ModelServer, Request
+
+REPLY_TIMEOUT = 30.0
+
+
+@dataclass
+class OverheadResult:
+    """Per-message latencies in milliseconds, matched by tag."""
+
+    messages: int
+    answered: int = 0
+    model_requests: int = 0
+    inbound_to_model: list[float] = field(default_factory=list)
+    reply_to_send: list[float] = field(default_factory=list)
+    round_trip: list[float] = field(default_factory=list)
+
+    def figures(self) -> list[Figure]:
+        name = "overhead"
+        rows = []
+        for label, values, what in (
+            ("inbound → model request", self.inbound_to_model,
+             "getUpdates hands the update out → model server receives the (first) request"),
+            ("model reply → sendMessage", self.reply_to_send,
+             "model server completes the (last) request → fake receives sendMessage"),
+            ("inbound → sendMessage", self.round_trip, "the whole turn, with a 0 s model"),
+        ):
+            rows.append(Figure(name, f"{label} p50", percentile(values, 50), "ms", what))
+            rows.append(Figure(name, f"{label} p99", percentile(values, 99), "ms", f"max {max(values):.2f} ms"))
+        rows.append(Figure(name, "messages answered", self.answered, f"/ {self.messages}",
+                           "sent one at a time, each after the previous turn ended"))
+        rows.append(Figure(name, "model requests per message", self.model_requests / max(self.messages, 1), "x"))
+        return rows
+
+
+async def run_overhead(messages: int = 200, mode: str | None = None) -> OverheadResult:
+    """After a warm-up, send `messages` DMs one at a time (each after the last turn ended); time the harness."""
+    with fakes() as (telegram, models), tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
+        models.responder(tagged_responder(0.0))
+        settings = bench_settings(Path(tmp), telegram, models, mode)
+        sent: dict[int, tuple[int, int]] = {}
+        async with running_app(settings) as app:
+            await warm_up(telegram)  # the first turn after start pays one-time set-up; startup reports it
+            for i in range(messages):
+                before = telegram.replies
+                message = telegram.user_sends(OWNER, f"hello {tag(i)}")
+                sent[i] = (OWNER, int(message["message_id"]))
+                await wait_until(lambda: telegram.replies > before, REPLY_TIMEOUT)
+                # Only then the next: a message arriving while the turn winds down would join it instead.
+                await wait_until(lambda: not app.conversation.busy_chats(), REPLY_TIMEOUT)
+        return _match(messages, sent, telegram, models)
+
+
+def _match(
+    messages: int, sent: dict[int, tuple[int, int]], telegram: TimedTelegram, models: ModelServer
+) -> OverheadResult:
+    """Pair each message with its model requests and reply by tag, and record the gaps."""
+    requests: dict[int, list[Request]] = defaultdict(list)
+    for request in models.requests:
+        found = tag_of(request.last_user_text())
+        if found is not None:
+            requests[found].append(request)
+    result = OverheadResult(messages, model_requests=sum(len(r) for r in requests.values()))
+    replies: dict[int, float] = {}
+    for text, ts in telegram.send_calls():
+        found = tag_of(text)
+        if found is not None:
+            replies.setdefault(found, ts)
+    for i, key in sent.items():
+        seen, replied = telegram.handed_out.get(key), replies.get(i)
+        if seen is None or replied is None:
+            continue
+        # The reply leaves after the last model call of its turn (a voice pass may follow the answer).
+        done = [r.completed_at for r in requests.get(i, []) if r.completed_at is not None]
+        done = [t for t in done if t <= replied]
+        if not done:
+            continue
+        first = min(r.received_at for r in requests[i])
+        last = max(done)
+        result.answered += 1
+        result.inbound_to_model.append((first - seen) * 1000)
+        result.reply_to_send.append((replied - last) * 1000)
+        result.round_trip.append((replied - seen) * 1000)
+    return result

@@ -1,0 +1,80 @@
+"""`python -m bicameral run` as a child process wired to the fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.harness import OWNER, pinned
+from tests.fakes.model_server import ModelServer
+from tests.fakes.telegram_server import FakeTelegram
+
+_FOREIGN_PREFIXES = ("BICAMERAL_", "ANTHROPIC_", "OPENAI_")
+
+
+def bot_env(telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None) -> dict[str, str]:
+    """This environment minus any bicameral or provider settings, plus the bench's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_PREFIXES)}
+    env.update(
+        BICAMERAL_TELEGRAM_TOKEN=telegram.token,
+        BICAMERAL_TELEGRAM_API_URL=telegram.url,
+        BICAMERAL_OWNER_ID=str(OWNER),
+        BICAMERAL_DATA_DIR=str(data_dir),
+        BICAMERAL_BACK_MODEL="openai:bench",
+        OPENAI_API_KEY="x",
+        OPENAI_BASE_URL=models.openai_url,
+        BICAMERAL_DEBOUNCE_MS="0",
+        BICAMERAL_TELEGRAM_POLL_TIMEOUT="1",
+        BICAMERAL_FRONT_MODEL="openai:bench",
+    )
+    env.update({f"BICAMERAL_{key.upper()}": str(value) for key, value in pinned(mode).items()})
+    return env
+
+
+def spawn_bot(
+    telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None
+) -> subprocess.Popen[bytes]:
+    """Start the assistant; its console output goes to a file next to the data dir."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir.parent / "bot-output.log", "ab") as output:
+        # cwd is the scratch dir so a developer's .env or bicameral.toml cannot leak into the figures.
+        return subprocess.Popen(
+            [sys.executable, "-m", "bicameral", "run"],
+            cwd=data_dir.parent,
+            env=bot_env(telegram, models, data_dir, mode),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def stop_bot(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """SIGTERM (a clean shutdown), then SIGKILL if it lingers."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def wait_ready(
+    telegram: FakeTelegram, proc: subprocess.Popen[bytes], since: float, timeout: float = 60.0
+) -> float:
+    """Monotonic time of the bot's first getUpdates after `since`: it is ready to receive."""
+    deadline = time.monotonic() + timeout
+    while True:
+        polls = [c.ts for c in telegram.calls_to("getUpdates") if c.ts >= since]
+        if polls:
+            return min(polls)
+        if proc.poll() is not None:
+            raise RuntimeError(f"the bot exited with {proc.returncode} before polling; see bot-output.log")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"the bot did not poll within {timeout:.0f}s")
+        await asyncio.sleep(0.005)
