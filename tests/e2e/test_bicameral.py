@@ -236,7 +236,7 @@ async def test_group_addressed_turn_sees_overheard_context_and_quotes_the_addres
     await asyncio.sleep(0.3)
     msg = telegram.user_sends(group, "@bicameral_test_bot what did Ben say?", user_id=2001, first_name="Ann", chat_type="supergroup", chat_title="Dev")
     sent = await telegram.await_sent(group, 1)
-    assert "deploying now" in models.requests_for("front")[0].system
+    assert "Ben (overheard): yes, deploying now" in models.requests_for("front")[0].last_user_text()
     assert sent[0]["params"].get("reply_parameters") and str(msg["message_id"]) in json.dumps(sent[0]["params"]["reply_parameters"])
 
 

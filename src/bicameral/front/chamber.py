@@ -19,7 +19,7 @@ from bicameral.front.delivery import Delivery
 from bicameral.front.envelope import content_blocks
 from bicameral.front.status import ago, duration
 from bicameral.front.turn import Turn
-from bicameral.models.base import Message, Model, ModelError, complete
+from bicameral.models.base import Message, Model, ModelError, TextBlock, complete
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor, TaskBus
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
@@ -100,8 +100,10 @@ class FrontChamber:
 
     async def handle(self, turn: Turn) -> None:
         self._cancel_followup(turn.chat)
-        system = self._template.format(bot_name=self._settings.bot_name, context=self._context(turn))
-        user = Message(role="user", content=content_blocks(turn.batch))
+        # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
+        system = self._template.format(bot_name=self._settings.bot_name)
+        situation = TextBlock(text=f"<situation>\n{self._context(turn)}\n</situation>")
+        user = Message(role="user", content=[situation, *content_blocks(turn.batch)])
         try:
             completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
         except ModelError as exc:
