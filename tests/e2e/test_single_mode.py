@@ -194,3 +194,22 @@ async def test_tool_calls_are_audited(telegram, models, start_bot):
     assert rows[0]["name"] == "current_time"
     assert "unknown time zone" in rows[0]["error"]
     assert "unknown time zone" in models.requests[1].tool_results()[0]["content"]
+
+
+PNG_1PX = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5f0000000049454e44ae426082"
+)
+
+
+async def test_a_photo_is_shown_to_the_model_but_its_bytes_never_reach_the_session(telegram, models, start_bot):
+    models.script(Reply(text="a tiny image"))
+    app = await start_bot()
+    telegram.user_sends(OWNER, photo=PNG_1PX, caption="what is this?")
+    sent = await telegram.await_sent(OWNER, 1)
+    assert sent[0]["text"] == "a tiny image"
+    request = json.dumps(models.requests[0].raw)
+    assert "what is this?" in request and "base64" in request
+    stored = json.dumps(app.stores.sessions.load(f"telegram:{OWNER}"))
+    assert "[image: attachments/" in stored
+    assert "base64" not in stored and "iVBOR" not in stored
