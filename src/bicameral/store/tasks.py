@@ -80,11 +80,11 @@ class TaskStore:
 
     def events(self, task_id: str) -> list[TaskEvent]:
         rows = self._db.query("SELECT * FROM task_events WHERE task_id = ? ORDER BY id", (task_id,))
-        return [TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"]) for row in rows]
+        return [_event(row) for row in rows]
 
     def last_event(self, task_id: str) -> TaskEvent | None:
         row = self._db.query_one("SELECT * FROM task_events WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,))
-        return TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"]) if row else None
+        return _event(row) if row else None
 
     # --- checkpoints ---
 
@@ -132,3 +132,7 @@ def _task(row) -> Task:
         finished_at=row["finished_at"],
         delivered_at=row["delivered_at"],
     )
+
+
+def _event(row) -> TaskEvent:
+    return TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"])
