@@ -13,6 +13,7 @@ from typing import get_args
 
 from rich.console import Console
 
+from bench.chambers import run_chambers
 from bench.concurrency import run_concurrency
 from bench.harness import pinned, shipped_mode
 from bench.memory import run_memory
@@ -31,11 +32,13 @@ class Plan:
     messages: int
     chats: int
     startup_runs: int
+    trivial_exchanges: int = 20  # chambers: "hey" exchanges per mode
+    task_exchanges: int = 10  # chambers: one-tool-call requests per mode
     mode: str | None = None  # None: the shipped default
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
-QUICK = Plan(messages=50, chats=50, startup_runs=1)
+QUICK = Plan(messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3)
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
 
@@ -56,12 +59,18 @@ async def _startup(plan: Plan) -> list[Figure]:
     return (await run_startup(plan.startup_runs, plan.mode)).figures()
 
 
+async def _chambers(plan: Plan) -> list[Figure]:
+    # Compares both modes by design, so --mode does not apply.
+    return (await run_chambers(plan.trivial_exchanges, plan.task_exchanges)).figures()
+
+
 # Memory runs first: its in-process figures should not include what later scenarios leave behind.
 SCENARIOS: dict[str, Scenario] = {
     "memory": _memory,
     "overhead": _overhead,
     "concurrency": _concurrency,
     "startup": _startup,
+    "chambers": _chambers,
 }
 
 

@@ -64,9 +64,9 @@ def tag(i: int) -> str:
 
 
 def tag_of(text: str) -> int | None:
-    """The N of the first bench-N marker in `text`, if any."""
-    match = TAG.search(text)
-    return int(match.group(1)) if match else None
+    """The N of the last bench-N marker in `text` (the newest message comes after any history), if any."""
+    found = TAG.findall(text)
+    return int(found[-1]) if found else None
 
 
 def tagged_responder(latency: float) -> Callable[[Request], Reply]:
