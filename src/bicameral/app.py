@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class App:
     gate: Gate = field(init=False)
     _stopped: asyncio.Event = field(init=False, default_factory=asyncio.Event)
     _closed: bool = field(init=False, default=False)
+    exit_code: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -76,6 +78,10 @@ class App:
         settings = self.settings
         if self.mode != settings.mode:
             log.info("bicameral mode needs models that call tools; the local model runs in single mode")
+        if settings.back.provider == "claude-code" and self.mode == "single":
+            from bicameral.claude_code.handler import ClaudeCodeChamber
+
+            return ClaudeCodeChamber(settings, self.stores, self.registry, self.outbox.perform, on_fatal=self.fail)
         back_model = self.back_model or build_model(settings.back_model, settings)
         if self.mode == "single":
             return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
@@ -101,10 +107,19 @@ class App:
             await channel.start(self.gate)
             log.info("channel %s ready", channel.name)
         await self.conversation.recover()
+        # Everything imported so far lives for the whole run: keep it out of full collections,
+        # which otherwise stall a turn for ~150 ms now and then.
+        gc.freeze()
         log.info("ready (mode=%s, back=%s, front=%s)", self.mode, self.settings.back_model, self.settings.front_model)
 
     def request_stop(self) -> None:
         self._stopped.set()
+
+    def fail(self, reason: str) -> None:
+        """Stop with a failure status (e.g. an executor that gave up); `bicameral run` then exits non-zero."""
+        log.critical("stopping: %s", reason)
+        self.exit_code = 1
+        self.request_stop()
 
     async def wait(self) -> None:
         await self._stopped.wait()

@@ -1,4 +1,4 @@
-"""Command line: `bicameral run | chat | doctor`."""
+"""Command line: `bicameral run | chat | doctor | trace`."""
 
 from __future__ import annotations
 
@@ -59,8 +59,41 @@ def doctor() -> None:
     raise typer.Exit(0 if ok else 1)
 
 
+@cli.command()
+def trace(
+    session: str = typer.Option("", "--session", help="Session id (a unique prefix is enough); default: the latest."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events until Ctrl-C."),
+    list_sessions: bool = typer.Option(False, "--list", help="List the captured sessions and exit."),
+    max_chars: int = typer.Option(400, "--max", help="Cut each block to this many characters (0: no limit)."),
+) -> None:
+    """Replay a Claude Code executor session from the wire capture, or follow a live one."""
+    from bicameral.claude_code.capture import capture_dir
+    from bicameral.observe import trace as tracing
+
+    settings = _load_settings()
+    root = capture_dir(settings.data_dir)
+    if list_sessions:
+        sessions = tracing.list_sessions(root)
+        if not sessions:
+            _fail(f"no captured Claude Code sessions under {root}")
+        for line in tracing.format_listing(sessions):
+            typer.echo(line)
+        return
+    try:
+        chosen = tracing.find_session(root, session or None)
+    except tracing.TraceError as exc:
+        _fail(str(exc))
+    typer.echo(f"session {chosen.session_id} ({chosen.label}{', live' if chosen.live else ''})")
+    offset = tracing.render(chosen.path, typer.echo, max_chars)
+    if follow:
+        try:
+            tracing.follow(chosen.path, typer.echo, max_chars, offset=offset)
+        except KeyboardInterrupt:
+            pass
+
+
 def _serve(settings: Settings, channels: Sequence[Channel], on_ready=None) -> None:
-    async def serve() -> None:
+    async def serve() -> int:
         app = App(settings, channels)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -72,14 +105,17 @@ def _serve(settings: Settings, channels: Sequence[Channel], on_ready=None) -> No
             await app.wait()
         finally:
             await app.stop()
+        return app.exit_code
 
     try:
-        asyncio.run(serve())
+        code = asyncio.run(serve())
     except (ConfigError, ChannelStartError) as exc:
         _fail(str(exc))
     except Exception as exc:
         log.exception("fatal error")
         _fail(f"{type(exc).__name__}: {exc}")
+    if code:
+        sys.exit(code)
 
 
 def _load_settings() -> Settings:

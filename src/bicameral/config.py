@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -43,6 +44,28 @@ def parse_model_ref(value: str) -> ModelRef:
     if provider != "local" and (":" not in value or not value.split(":", 1)[1]):
         raise ValueError(f"{value!r} names no model; write it as {provider}:<model>")
     return ModelRef(value)
+
+
+# What a child CLI (the `claude` executor) may inherit from our environment: paths, locale,
+# proxies and its own CLAUDE_CODE_* options. Our secrets and the ANTHROPIC_* variables are
+# never inherited; they reach the child only from Settings.
+_CHILD_ENV_NAMES = frozenset(
+    "PATH HOME USER LOGNAME SHELL LANG LANGUAGE TZ TMPDIR TERM CLAUDE_CONFIG_DIR NODE_EXTRA_CA_CERTS "
+    "SSL_CERT_FILE SSL_CERT_DIR HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy".split()
+)
+_CHILD_ENV_PREFIXES = ("LC_", "XDG_", "CLAUDE_CODE_")
+_CHILD_ENV_NEVER = ("CLAUDE_CODE_OAUTH_TOKEN",)
+
+
+def child_process_env() -> dict[str, str]:
+    """The part of this process's environment a child CLI may inherit (never a permission bypass)."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if (key in _CHILD_ENV_NAMES or key.startswith(_CHILD_ENV_PREFIXES))
+        and key not in _CHILD_ENV_NEVER
+        and "DANGEROUSLY" not in key
+    }
 
 
 class Settings(BaseSettings):

@@ -1,0 +1,307 @@
+"""Single mode with Claude Code as the executor: each chat's turns run on that chat's own CLI worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from importlib import resources
+
+from bicameral.back.failures import describe_stop
+from bicameral.claude_code.failures import Failure, Recovery, classify
+from bicameral.claude_code.spec import (
+    MCP_NAMESPACE,
+    MIN_VERSION,
+    parse_version,
+    too_old,
+)
+from bicameral.claude_code.supervision import CrashBudget, SessionIds
+from bicameral.claude_code.turn import Prompt, PromptImage, TurnOutcome
+from bicameral.claude_code.worker import ClaudeCodeWorker, Spawn, WorkerConfig, cli_version, spawn_process
+from bicameral.config import Settings, child_process_env
+from bicameral.events import Action, ActionResult, Inbound, SendText, chat_key
+from bicameral.front.envelope import content_blocks
+from bicameral.front.turn import Turn
+from bicameral.mcp.plugins import (
+    PluginsConfig,
+    PluginsError,
+    load_plugins,
+    visible_tools,
+)
+from bicameral.mcp.server import McpToolServer
+from bicameral.models.base import ImageBlock, TextBlock, read_image
+from bicameral.store import Stores
+from bicameral.tools.base import ToolContext
+from bicameral.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+Perform = Callable[[Action], Awaitable[ActionResult]]
+
+SESSION_KEY_PREFIX = "claude_code.session:"
+# An idle chat's process is stopped after this long (its session is kept and resumed on the next message).
+IDLE_STOP_SECONDS = 900.0
+_REAP_EVERY = 60.0
+_IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+_IMAGE_MAX_BYTES = 5 * 1024 * 1024
+_NUDGE = (
+    "<error>You wrote a reply but did not send it, so the user saw nothing. Text you write is not delivered: "
+    f"send your answer now with {MCP_NAMESPACE}__send_message (or {MCP_NAMESPACE}__reply_to_message).</error>"
+)
+# How our messaging tools read to the CLI: there is no automatic final reply in this mode.
+_DESCRIPTIONS = {
+    "send_message": "Send a message to this chat. This is the only way your answer reaches the user: "
+    "every reply goes through this tool (plain text you write is not delivered).",
+}
+
+
+class ClaudeCodeChamber:
+    """The TurnHandler for `single` mode when BICAMERAL_BACK_MODEL is `claude-code:<model>`."""
+
+    # One worker (one CLI process, one session) per chat: a worker runs one turn at a time, so every
+    # MCP tool call belongs to exactly one running turn; chats never share a context and never wait
+    # for each other. Session ids persist in the kv store and are resumed after a restart.
+
+    def __init__(
+        self,
+        settings: Settings,
+        stores: Stores,
+        registry: ToolRegistry,
+        perform: Perform,
+        *,
+        on_fatal: Callable[[str], None] = lambda reason: None,
+        base_env: Mapping[str, str] | None = None,
+        spawn: Spawn = spawn_process,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._settings = settings
+        self._stores = stores
+        self._perform = perform
+        self._on_fatal = on_fatal
+        self._base_env = dict(base_env) if base_env is not None else child_process_env()
+        self._spawn = spawn
+        self._clock = clock
+        self._sleep = sleep
+        try:
+            self.plugins: PluginsConfig = load_plugins(settings.resolved_plugins_path)
+            self._tools = visible_tools(registry, self.plugins)
+        except PluginsError as exc:
+            from bicameral.app import ConfigError
+
+            raise ConfigError(str(exc)) from None
+        self._mcp = McpToolServer()
+        self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds, clock=clock)
+        self._workers: dict[str, ClaudeCodeWorker] = {}
+        self._owner_chats: set[str] = set()
+        self._background: set[asyncio.Task] = set()
+        self._reaper: asyncio.Task | None = None
+        self._gave_up = False
+        self._template = resources.files("bicameral.prompts").joinpath("claude_code.md").read_text(encoding="utf-8")
+
+    # --- TurnHandler ---
+
+    async def start(self) -> None:
+        reported = await cli_version(self._settings.claude_bin, self._base_env)
+        if too_old(parse_version(reported or "")):
+            from bicameral.app import ConfigError
+
+            raise ConfigError(
+                f"{self._settings.claude_bin} is Claude Code {reported}; the executor needs "
+                f"{'.'.join(map(str, MIN_VERSION))} or newer: npm install -g @anthropic-ai/claude-code@latest"
+            )
+        log.info("Claude Code executor: %s (%s)", self._settings.claude_bin, reported or "version unknown")
+        await self._mcp.start()
+        self._reaper = asyncio.create_task(self._reap_idle(), name="claude-code-reaper")
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        workers, self._workers = list(self._workers.values()), {}
+        await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
+        for task in list(self._background):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5)
+        await self._mcp.stop()
+
+    def reset(self, chat: str) -> None:
+        """A fresh CLI session for the chat: the stored session id goes, the process is replaced."""
+        self._session_ids(chat).clear()
+        worker = self._workers.pop(chat, None)
+        if worker is not None:
+            self._in_background(worker.stop())
+
+    async def interrupt(self, chat: str) -> bool:
+        """`/stop`: the cancelled turn already asked its CLI to stop; make sure a settling one is told too."""
+        worker = self._workers.get(chat)
+        if worker is None or not worker.busy:
+            return False
+        await worker.interrupt()
+        return True
+
+    async def handle(self, turn: Turn) -> None:
+        if turn.is_owner and turn.batch[-1].is_private:
+            self._owner_chats.add(turn.chat)
+        worker = self._worker(turn)
+        ctx = ToolContext(
+            chat=turn.chat,
+            turn_id=turn.turn_id,
+            settings=self._settings,
+            perform=turn.perform,
+            stores=self._stores,
+            message_ids=tuple(i.message_id for i in turn.batch),
+            is_owner=turn.is_owner,
+        )
+
+        def drain() -> list[Prompt]:
+            batch = turn.drain_injected()
+            return [self.prompt(batch)] if batch else []
+
+        def undelivered() -> bool:
+            return not ctx.sent_message_ids
+
+        outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+        if outcome.failure is not None and outcome.failure.retry:
+            # The stored session could not be reopened: the same turn once more, in a fresh one.
+            log.warning("%s: %s; retrying the turn in a fresh session", turn.chat, outcome.failure.kind)
+            await worker.reset_session()
+            await self._say(turn, outcome.failure.message)
+            outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+        last_text = outcome.final_text
+        nudges = 0
+        while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:
+            nudges += 1
+            log.warning("[CC.dropped] %s wrote text but sent nothing; nudge %d: %s", turn.chat, nudges, outcome.final_text[:120])
+            outcome = await worker.run_turn(Prompt(_NUDGE), ctx, drain=drain, may_restart=undelivered)
+            last_text = outcome.final_text or last_text
+        await self._conclude(turn, ctx, worker, outcome, last_text)
+
+    # --- the turn's end ---
+
+    @staticmethod
+    def _dropped_text(outcome: TurnOutcome, ctx: ToolContext) -> bool:
+        return outcome.ok and bool(outcome.texts) and not ctx.sent_message_ids
+
+    async def _conclude(
+        self, turn: Turn, ctx: ToolContext, worker: ClaudeCodeWorker, outcome: TurnOutcome, last_text: str
+    ) -> None:
+        failure = outcome.failure
+        if failure is not None:
+            await self._report(turn, ctx, worker, failure, unfinished=outcome.unfinished)
+        elif outcome.stopped is not None:
+            await self._say(turn, describe_stop(outcome.stopped))
+        elif self._dropped_text(outcome, ctx):
+            # Still unsent after the nudges: the CLI's own diagnostics get a plain explanation,
+            # anything else is the model's answer and is delivered for it.
+            found = classify(*outcome.synthetic)
+            log.warning("[CC.dropped] %s gave up nudging (%s)", turn.chat, found.kind if found else "delivering the text")
+            await self._say(turn, found.message if found is not None else last_text)
+
+    async def _report(
+        self, turn: Turn, ctx: ToolContext, worker: ClaudeCodeWorker, failure: Failure, *, unfinished: bool = False
+    ) -> None:
+        log.warning("%s: turn failed (%s, %s): %s", turn.chat, failure.kind, failure.recovery.value, failure.detail[:300])
+        if failure.recovery is Recovery.GIVE_UP or worker.gave_up:
+            return  # everyone is told by the give-up notice
+        if failure.kind in ("crash", "stalled") and ctx.sent_message_ids and not unfinished:
+            return  # the answer got out before the process died: nothing untrue to correct
+        if failure.recovery is Recovery.FRESH_SESSION:
+            await worker.reset_session()
+        await self._say(turn, failure.message)
+
+    async def _say(self, turn: Turn, text: str) -> None:
+        await turn.perform(SendText(chat=turn.chat, text=text, reply_to=turn.reply_anchor, thread_id=turn.thread_id))
+
+    # --- workers ---
+
+    def _worker(self, turn: Turn) -> ClaudeCodeWorker:
+        worker = self._workers.get(turn.chat)
+        if worker is None:
+            config = WorkerConfig.from_settings(
+                self._settings,
+                system_prompt=self.system_prompt(turn.batch[0]),
+                tool_groups=self.plugins.tool_groups,
+                base_env=self._base_env,
+                tool_descriptions=_DESCRIPTIONS,
+            )
+            worker = ClaudeCodeWorker(
+                turn.chat,
+                config,
+                sessions=self._session_ids(turn.chat),
+                mcp=self._mcp,
+                tools=self._tools,
+                budget=self._budget,
+                on_giveup=self._give_up,
+                spawn=self._spawn,
+                clock=self._clock,
+                sleep=self._sleep,
+            )
+            self._workers[turn.chat] = worker
+        return worker
+
+    def worker_for(self, chat: str) -> ClaudeCodeWorker | None:
+        return self._workers.get(chat)
+
+    def _session_ids(self, chat: str) -> SessionIds:
+        return SessionIds(self._stores.kv, SESSION_KEY_PREFIX + chat)
+
+    def system_prompt(self, first: Inbound) -> str:
+        kind = "a private chat with " + first.sender.name if first.is_private else f"the group {first.chat_title or first.chat}"
+        return self._template.format(bot_name=self._settings.bot_name, chat_kind=kind, namespace=MCP_NAMESPACE)
+
+    def prompt(self, batch: Sequence[Inbound]) -> Prompt:
+        """A batch as one CLI message: the envelopes, then each readable photo as an image."""
+        text = ""
+        images: list[PromptImage] = []
+        for block in content_blocks(batch):
+            if isinstance(block, TextBlock):
+                text = block.text
+            elif isinstance(block, ImageBlock) and block.media_type in _IMAGE_TYPES:
+                data = read_image(self._settings.data_dir, block.path)
+                if data is not None and len(data) <= _IMAGE_MAX_BYTES:
+                    images.append(PromptImage(block.media_type, data))
+        return Prompt(text=text, images=tuple(images))
+
+    async def _reap_idle(self) -> None:
+        while True:
+            await self._sleep(_REAP_EVERY)
+            for chat, worker in list(self._workers.items()):
+                if not worker.busy and worker.alive and worker.idle_seconds() > IDLE_STOP_SECONDS:
+                    log.info("%s: stopping its idle executor (the session is kept)", chat)
+                    self._workers.pop(chat, None)
+                    self._in_background(worker.stop())
+
+    # --- giving up ---
+
+    async def _give_up(self, failure: Failure) -> None:
+        """Tell the owner and every active chat, then stop the application with a failure status."""
+        if self._gave_up:
+            return
+        self._gave_up = True
+        if failure.recovery is Recovery.GIVE_UP:
+            text = f"{failure.message} I'm shutting down until that is fixed."
+        else:
+            lead = failure.message
+            if failure.kind in ("crash", "stalled"):
+                lead = "My executor (the Claude Code CLI) keeps crashing."
+            window = max(1, round(self._settings.crash_window_seconds / 60))
+            text = (
+                f"{lead}\n\nIt crashed {self._budget.recent} times within {window} minute(s), so I'm shutting down. "
+                "The owner needs to look at it and restart me."
+            )
+        chats = set(self._workers) | self._owner_chats
+        if not self._owner_chats and self._settings.owner_id is not None:
+            chats.add(chat_key("telegram", self._settings.owner_id))
+        for chat in sorted(chats):
+            result = await self._perform(SendText(chat=chat, text=text))
+            if not result.ok:
+                log.warning("could not tell %s that the executor gave up: %s", chat, result.error)
+        log.critical("the Claude Code executor gave up: %s (%s)", failure.kind, failure.detail[:300])
+        self._on_fatal(f"the Claude Code executor gave up ({failure.kind})")
+
+    def _in_background(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)

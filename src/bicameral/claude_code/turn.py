@@ -1,0 +1,105 @@
+"""One turn across the worker boundary: the prompt in, the outcome out, and the ledger kept meanwhile."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from bicameral.back.breakers import Breakers
+from bicameral.claude_code.failures import Failure
+from bicameral.claude_code.stream import Result, ToolUse
+
+
+@dataclass(frozen=True)
+class PromptImage:
+    media_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What one user message to the CLI carries: text and optional images."""
+
+    text: str
+    images: tuple[PromptImage, ...] = ()
+
+    def stream_json(self, message_uuid: str) -> str:
+        blocks: list[dict] = [{"type": "text", "text": self.text}]
+        for image in self.images:
+            source = {"type": "base64", "media_type": image.media_type, "data": base64.b64encode(image.data).decode()}
+            blocks.append({"type": "image", "source": source})
+        message = {"role": "user", "content": blocks}
+        return json.dumps({"type": "user", "uuid": message_uuid, "parent_tool_use_id": None, "message": message})
+
+
+@dataclass
+class TurnOutcome:
+    """What one turn produced, for the caller to act on."""
+
+    session_id: str = ""
+    result: Result | None = None
+    texts: list[str] = field(default_factory=list)  # what the model wrote (top level)
+    synthetic: list[str] = field(default_factory=list)  # what the CLI wrote in the model's place (API errors)
+    tool_uses: list[ToolUse] = field(default_factory=list)
+    tool_errors: int = 0
+    stopped: str | None = None  # the tool-error breaker's reason
+    failure: Failure | None = None
+    restarts: int = 0
+    injected: int = 0
+    unfinished: bool = False  # it failed on a message injected after part of the turn was answered
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.stopped is None
+
+    @property
+    def final_text(self) -> str:
+        return self.texts[-1] if self.texts else ""
+
+
+@dataclass
+class TurnLedger:
+    """One turn's bookkeeping: which prompts are with the CLI, which a result covered, what to redo."""
+
+    pid: int | None
+    breakers: Breakers
+    written: dict[str, Prompt] = field(default_factory=dict)  # every prompt of the turn, by uuid
+    pending: set[str] = field(default_factory=set)  # written, not yet taken by the CLI
+    settled: set[str] = field(default_factory=set)  # covered by a CLI result
+    handled_exits: set[int] = field(default_factory=set)
+    names: dict[str, str] = field(default_factory=dict)  # tool_use id -> tool name
+    interrupted_at: float | None = None
+    result_at: float | None = None  # a result came while an injected prompt was still pending
+
+    def sent(self, message_uuid: str, prompt: Prompt) -> None:
+        self.written[message_uuid] = prompt
+        self.pending.add(message_uuid)
+
+    def settle(self) -> None:
+        self.settled |= set(self.written) - self.pending
+
+    def unsettled(self) -> list[Prompt]:
+        return [p for message_uuid, p in self.written.items() if message_uuid not in self.settled]
+
+    def restart(self, message_uuid: str, prompt: Prompt, pid: int | None) -> None:
+        """A new process got the unsettled prompts again as one message."""
+        self.written, self.pending, self.settled = {message_uuid: prompt}, {message_uuid}, set()
+        self.pid = pid
+        self.result_at = self.interrupted_at = None
+
+
+def merged(prompts: Iterable[Prompt]) -> Prompt:
+    """Several prompts as one message."""
+    prompts = list(prompts)
+    return Prompt(text="\n".join(p.text for p in prompts), images=tuple(i for p in prompts for i in p.images))
+
+
+def continuation(sent: Iterable[Prompt], reason: str) -> Prompt:
+    """The turn again after a restart, with a note so a model that already answered does not repeat itself."""
+    note = (
+        f"<system>Your process was restarted while you were working on this ({reason}). The message(s) you were "
+        "handling follow again. If you already answered them, do not answer again; otherwise carry on.</system>"
+    )
+    return merged([Prompt(note), *sent])

@@ -1,0 +1,60 @@
+"""The plugins config (`plugins.json`): which gated executor built-ins are unlocked and which of our tools are hidden."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bicameral.tools.registry import ToolRegistry
+
+
+class PluginsError(ValueError):
+    """The plugins config cannot be used; the message says what to fix."""
+
+
+class ToolGroups(BaseModel):
+    """Dangerous Claude Code built-ins, all off unless the owner turns a group on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bash: bool = Field(default=False, description="Bash, PowerShell, Monitor: shell execution")
+    code: bool = Field(default=False, description="Edit, Write, Read, NotebookEdit, Glob, Grep, LSP")
+    subagents: bool = Field(default=False, description="Agent: sub-agents with their own context")
+
+    def unlocked(self) -> tuple[str, ...]:
+        return tuple(name for name in ("bash", "code", "subagents") if getattr(self, name))
+
+
+class PluginsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_groups: ToolGroups = ToolGroups()
+    builtin_tools_disabled: tuple[str, ...] = ()
+
+
+def load_plugins(path: Path) -> PluginsConfig:
+    """Read `plugins.json`; a missing file means the locked-down defaults, a broken one is an error."""
+    if not path.exists():
+        return PluginsConfig()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PluginsError(f"{path} is not valid JSON ({exc}); fix it or delete it for the defaults") from None
+    try:
+        return PluginsConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors()[:5])
+        raise PluginsError(f"{path} is invalid: {problems}") from None
+
+
+def visible_tools(registry: ToolRegistry, config: PluginsConfig) -> ToolRegistry:
+    """The registry without the tools the config hides; an unknown name is an error naming the choices."""
+    unknown = sorted(set(config.builtin_tools_disabled) - set(registry.names()))
+    if unknown:
+        raise PluginsError(
+            f"builtin_tools_disabled names unknown tools {unknown}; available: {', '.join(registry.names())}"
+        )
+    keep = [name for name in registry.names() if name not in set(config.builtin_tools_disabled)]
+    return registry.subset(only=keep)

@@ -1,0 +1,143 @@
+"""The worker against a scripted fake CLI: noise on the wire, questions from the CLI, its own diagnostics."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from bicameral.claude_code.supervision import CrashBudget, SessionIds
+from bicameral.claude_code.turn import Prompt
+from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
+from bicameral.mcp.server import McpToolServer
+from bicameral.store import Stores
+from bicameral.tools.registry import ToolRegistry
+from tests.claude_code.fake_cli import write_fake_cli
+from tests.conftest import OWNER
+
+
+@pytest.fixture
+async def make_worker(tmp_path):
+    mcp = McpToolServer()
+    await mcp.start()
+    stores = Stores.open(tmp_path / "db.sqlite")
+    workers: list[ClaudeCodeWorker] = []
+
+    def make(scenario: str) -> ClaudeCodeWorker:
+        binary = write_fake_cli(tmp_path / f"claude-{scenario}", scenario)
+        config = WorkerConfig(
+            binary=str(binary),
+            model="fake",
+            effort="low",
+            workdir=tmp_path / "work",
+            capture_dir=tmp_path / "cc_logs",
+            base_env={"PATH": "/usr/bin:/bin"},
+        )
+        worker = ClaudeCodeWorker(
+            "test",
+            config,
+            sessions=SessionIds(stores.kv, "claude_code.session:test"),
+            mcp=mcp,
+            tools=ToolRegistry.discover(),
+            budget=CrashBudget(10, 600),
+        )
+        workers.append(worker)
+        return worker
+
+    yield make
+    for worker in workers:
+        await worker.stop()
+    await mcp.stop()
+    stores.close()
+
+
+async def test_malformed_lines_mid_turn_are_skipped_and_the_turn_completes(make_worker, caplog):
+    caplog.set_level(logging.WARNING)
+    worker = make_worker("garbage")
+    outcome = await worker.run_turn(Prompt("hi"))
+    assert outcome.ok and outcome.texts == ["hello through the noise"]
+    assert outcome.result is not None and not outcome.result.is_error
+    assert len([r for r in caplog.records if "skipped" in r.getMessage()]) == 3
+    again = await worker.run_turn(Prompt("still there?"))
+    assert again.ok and again.texts == ["hello through the noise"]
+    capture = (worker._cfg.capture_dir / f"{outcome.session_id}.stream.jsonl").read_text()
+    assert "this is not json" in capture  # the wire log keeps what the parser dropped
+
+
+async def test_a_question_from_the_cli_is_declined_not_left_hanging(make_worker):
+    worker = make_worker("asks")
+    outcome = await worker.run_turn(Prompt("do something risky"))
+    assert outcome.texts == ["the host said error"]
+
+
+async def test_the_session_id_is_stored_after_a_completed_turn(make_worker):
+    worker = make_worker("garbage")
+    outcome = await worker.run_turn(Prompt("hi"))
+    assert worker._sessions.get() == outcome.session_id
+    await worker.stop()
+    assert worker._sessions.get() == outcome.session_id  # a clean stop keeps it for the next start
+
+
+async def test_the_cli_s_own_diagnostic_is_classified_and_explained(telegram, models, start_bot, tmp_path, cli_home):
+    fake = write_fake_cli(tmp_path / "claude-auth", "synthetic-auth")
+    await start_bot(
+        mode="single",
+        back_model="claude-code:claude-sonnet-4-5",
+        claude_bin=str(fake),
+        dropped_text_max_retries=2,
+        debounce_ms=50,
+    )
+    telegram.user_sends(OWNER, "hello?")
+    sent = await telegram.await_sent(OWNER, 1, timeout=20)
+    assert "credentials were rejected" in sent[0]["text"]
+    assert "Invalid API key" not in sent[0]["text"]
+    await asyncio.sleep(0.3)
+    assert len(telegram.sent_messages(OWNER)) == 1  # explained once, not nudged: the model never wrote it
+
+
+async def test_crashes_back_off_exponentially_then_the_worker_gives_up(tmp_path):
+    """A CLI that dies at once: respawns wait 2, 4, 8 … 64 s (slept through an injected sleep), the tenth gives up."""
+    mcp = McpToolServer()
+    await mcp.start()
+    stores = Stores.open(tmp_path / "db.sqlite")
+    waits: list[float] = []
+    gave_up: list[str] = []
+
+    async def sleep(seconds: float) -> None:
+        if seconds == config.liveness_poll:
+            await asyncio.sleep(0.05)  # the watchdog's poll: real, short
+        else:
+            waits.append(seconds)  # a respawn backoff: recorded, not waited
+            await asyncio.sleep(0)
+
+    async def on_giveup(failure) -> None:
+        gave_up.append(failure.kind)
+
+    config = WorkerConfig(binary="/bin/false", model="m", effort="low", workdir=tmp_path / "w", capture_dir=tmp_path / "c")
+    worker = ClaudeCodeWorker(
+        "crashy",
+        config,
+        sessions=SessionIds(stores.kv, "claude_code.session:crashy"),
+        mcp=mcp,
+        tools=ToolRegistry.discover(),
+        budget=CrashBudget(10, 600),
+        on_giveup=on_giveup,
+        sleep=sleep,
+    )
+    try:
+        outcome = await worker.run_turn(Prompt("hello"))
+        assert outcome.failure is not None and outcome.failure.kind == "crash" and outcome.restarts == 2
+        for _ in range(200):
+            if gave_up:
+                break
+            await asyncio.sleep(0.02)
+        assert gave_up == ["crash"] and worker.gave_up
+        assert waits == [2, 4, 8, 16, 32, 64, 64, 64, 64]
+        after = await worker.run_turn(Prompt("anyone?"))
+        assert after.failure is not None and after.failure.kind == "crash"  # no more spawns after giving up
+        assert len(worker.spawns) == 10
+    finally:
+        await worker.stop()
+        await mcp.stop()
+        stores.close()
