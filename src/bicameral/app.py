@@ -23,6 +23,7 @@ from bicameral.models import build_model
 from bicameral.models.base import Model
 from bicameral.outbox import Outbox
 from bicameral.store import Stores
+from bicameral.tasks.bus import Executor
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import ToolRegistry, discover_tools
 
@@ -82,12 +83,16 @@ class App:
             from bicameral.claude_code.handler import ClaudeCodeChamber
 
             return ClaudeCodeChamber(settings, self.stores, self.registry, self.outbox.perform, on_fatal=self.fail)
-        back_model = self.back_model or build_model(settings.back_model, settings)
-        if self.mode == "single":
-            return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
+        if settings.back.provider == "claude-code":
+            from bicameral.claude_code.executor import ClaudeCodeExecutor
+
+            executor: Executor = ClaudeCodeExecutor(settings, self.stores, self.registry)
+        else:
+            back_model = self.back_model or build_model(settings.back_model, settings)
+            if self.mode == "single":
+                return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
+            executor = NativeExecutor(settings, self.stores, self._runner(back_model, self.registry.subset(exclude_messaging=True)))
         front_model = self.front_model or build_model(settings.front_model, settings)
-        back_tools = self.registry.subset(exclude_messaging=True)
-        executor = NativeExecutor(settings, self.stores, self._runner(back_model, back_tools))
         return FrontChamber(settings, self.stores, front_model, executor, self.outbox.perform)
 
     def _runner(self, model: Model, tools: ToolRegistry) -> NativeRunner:

@@ -29,12 +29,12 @@ class NativeExecutor:
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         saved = control.resume_messages()
-        messages = MESSAGES.validate_python(saved) if saved else [Message.user(_brief(task))]
+        messages = MESSAGES.validate_python(saved) if saved else [Message.user(task_brief(task))]
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
             settings=self._settings,
-            perform=_no_direct_messages,
+            perform=no_direct_messages,
             stores=self._stores,
         )
 
@@ -69,12 +69,12 @@ class NativeExecutor:
         return TaskOutcome(result=result.text or "(finished, with nothing to report)")
 
 
-async def _no_direct_messages(action: Action) -> ActionResult:
+async def no_direct_messages(action: Action) -> ActionResult:
     # The back never speaks to the user directly: results go through the front's delivery.
     return ActionResult.failed("the back chamber cannot message the user; return the result instead")
 
 
-def _brief(task: Task) -> str:
+def task_brief(task: Task) -> str:
     parts = [f"<task id={task.id!r}>", task.spec, "</task>"]
     if task.context:
         parts += ["<context>", task.context, "</context>"]

@@ -58,6 +58,7 @@ class FrontChamber:
             rng=self._rng,
             sleep=sleep,
         )
+        self._executor = executor
         self.bus = TaskBus(
             stores.tasks,
             executor,
@@ -76,6 +77,9 @@ class FrontChamber:
     # --- TurnHandler ---
 
     async def start(self) -> None:
+        start_executor = getattr(self._executor, "start", None)  # e.g. the CLI executor's MCP server
+        if start_executor is not None:
+            await start_executor()
         resumed = await self.bus.resume_open()
         if resumed:
             log.info("resumed %d open task(s)", resumed)
@@ -86,6 +90,9 @@ class FrontChamber:
             if task is not None:
                 task.cancel()
         await self.bus.close()
+        stop_executor = getattr(self._executor, "stop", None)
+        if stop_executor is not None:
+            await stop_executor()
         close = getattr(self._model, "aclose", None)
         if close is not None:
             await close()

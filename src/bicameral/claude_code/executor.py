@@ -1,0 +1,86 @@
+"""Claude Code as the back chamber: each bus task runs in its own supervised CLI session."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from bicameral.back.executor import no_direct_messages, task_brief
+from bicameral.claude_code.failures import Recovery
+from bicameral.claude_code.supervision import CrashBudget, SessionIds
+from bicameral.claude_code.turn import Prompt
+from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
+from bicameral.claude_code.stream import StreamEvent, ToolUse
+from bicameral.config import Settings, child_process_env
+from bicameral.mcp.plugins import PluginsError, load_plugins, visible_tools
+from bicameral.mcp.server import McpToolServer
+from bicameral.store import Stores
+from bicameral.tasks.bus import TaskControl
+from bicameral.tasks.task import Task, TaskOutcome
+from bicameral.tools.base import ToolContext
+from bicameral.tools.registry import ToolRegistry
+
+SESSION_KEY_PREFIX = "claude_code.task:"
+
+
+class ClaudeCodeExecutor:
+    """Satisfies the bus's Executor protocol; the CLI session is the task's checkpoint."""
+
+    # A redirect or a restart makes a new worker on the same session key, so `--resume` keeps every
+    # finished step; the new instruction arrives as the next message of that session.
+
+    def __init__(self, settings: Settings, stores: Stores, registry: ToolRegistry) -> None:
+        self._settings = settings
+        self._stores = stores
+        try:
+            plugins = load_plugins(settings.resolved_plugins_path)
+        except PluginsError as exc:
+            from bicameral.app import ConfigError
+
+            raise ConfigError(str(exc)) from None
+        self._tools = visible_tools(registry, plugins).subset(exclude_messaging=True)
+        system = resources.files("bicameral.prompts").joinpath("back.md").read_text(encoding="utf-8")
+        self._config = WorkerConfig.from_settings(
+            settings, system_prompt=system, tool_groups=plugins.tool_groups, base_env=child_process_env()
+        )
+        self._mcp = McpToolServer()
+        self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds)
+
+    async def start(self) -> None:
+        await self._mcp.start()
+
+    async def stop(self) -> None:
+        await self._mcp.stop()
+
+    async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
+        sessions = SessionIds(self._stores.kv, SESSION_KEY_PREFIX + task.id)
+        worker = ClaudeCodeWorker(
+            f"task:{task.id}", self._config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
+        )
+        notes = control.drain_notes()
+        if sessions.get() is not None:
+            # A resumed session already holds the brief and the finished steps; send what changed.
+            text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
+        else:
+            text = "\n".join([task_brief(task), *notes])
+        ctx = ToolContext(chat=task.chat, turn_id=task.id, settings=self._settings, perform=no_direct_messages, stores=self._stores)
+
+        async def on_event(event: StreamEvent) -> None:
+            if isinstance(event, ToolUse):
+                await control.progress(f"{event.name.removeprefix('mcp__bicameral__')}")
+
+        try:
+            outcome = await worker.run_turn(
+                Prompt(text=text), ctx, drain=lambda: [Prompt(text=n) for n in control.drain_notes()], on_event=on_event
+            )
+        finally:
+            await worker.stop()
+        if outcome.failure is not None:
+            failure = outcome.failure
+            if failure.recovery is Recovery.FRESH_SESSION:
+                sessions.clear()
+            return TaskOutcome(
+                error_kind=failure.kind, error=failure.message, retryable=failure.recovery is not Recovery.GIVE_UP
+            )
+        if outcome.stopped:
+            return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stopped}")
+        return TaskOutcome(result=outcome.final_text or "(finished, with nothing to report)")
