@@ -14,7 +14,6 @@ from bicameral.front.envelope import content_blocks, envelope
 from bicameral.front.turn import Turn
 from bicameral.models.base import MESSAGES, Message
 from bicameral.store import Stores
-from bicameral.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +49,7 @@ class SingleChamber:
     async def handle(self, turn: Turn) -> None:
         history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
         user = Message(role="user", content=content_blocks(turn.batch))
-        ctx = ToolContext(
-            chat=turn.chat,
-            turn_id=turn.turn_id,
-            settings=self._settings,
-            perform=turn.perform,
-            stores=self._stores,
-            message_ids=tuple(i.message_id for i in turn.batch),
-            is_owner=turn.is_owner,
-        )
+        ctx = turn.tool_context(self._settings, self._stores)
         transcript = history + [user]
         try:
             result = await self._runner.run(

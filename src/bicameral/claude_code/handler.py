@@ -145,15 +145,7 @@ class ClaudeCodeChamber:
         if turn.is_owner and turn.batch[-1].is_private:
             self._owner_chats.add(turn.chat)
         worker = self._worker(turn)
-        ctx = ToolContext(
-            chat=turn.chat,
-            turn_id=turn.turn_id,
-            settings=self._settings,
-            perform=turn.perform,
-            stores=self._stores,
-            message_ids=tuple(i.message_id for i in turn.batch),
-            is_owner=turn.is_owner,
-        )
+        ctx = turn.tool_context(self._settings, self._stores)
 
         def drain() -> list[Prompt]:
             batch = turn.drain_injected()

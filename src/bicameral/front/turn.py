@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bicameral.events import Action, ActionResult, Inbound
+from bicameral.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from bicameral.config import Settings
+    from bicameral.store import Stores
 
 
 @dataclass
@@ -29,6 +34,18 @@ class Turn:
     @property
     def thread_id(self) -> str | None:
         return self.batch[-1].thread_id
+
+    def tool_context(self, settings: "Settings", stores: "Stores") -> ToolContext:
+        """What the turn's tools may touch: this chat, this turn's delivery, the stores."""
+        return ToolContext(
+            chat=self.chat,
+            turn_id=self.turn_id,
+            settings=settings,
+            perform=self.perform,
+            stores=stores,
+            message_ids=tuple(i.message_id for i in self.batch),
+            is_owner=self.is_owner,
+        )
 
 
 class TurnHandler(Protocol):
