@@ -17,20 +17,30 @@ exit 3
 """
 
 
-def test_crash_loop_gives_up_tells_the_owner_and_exits_non_zero(tmp_path, telegram, models):
-    fake = tmp_path / "fake-claude"
-    fake.write_text(FAKE_CLAUDE)
-    fake.chmod(0o755)
-    env = bot_env(
+def fake_cli(tmp_path, name: str, script: str):
+    """An executable stand-in for `claude` under tmp_path."""
+    path = tmp_path / name
+    path.write_text(script)
+    path.chmod(0o755)
+    return path
+
+
+def cc_env(tmp_path, telegram, models, claude_bin, **extra):
+    """`bicameral run` in single mode with `claude_bin` as the executor."""
+    return bot_env(
         tmp_path,
         telegram,
         models,
         BICAMERAL_MODE="single",
         BICAMERAL_BACK_MODEL="claude-code:claude-sonnet-4-5",
-        BICAMERAL_CLAUDE_BIN=fake,
-        BICAMERAL_CRASH_BACKOFF_BASE=0.05,
-        BICAMERAL_CRASH_BACKOFF_CAP=0.2,
+        BICAMERAL_CLAUDE_BIN=claude_bin,
+        **extra,
     )
+
+
+def test_crash_loop_gives_up_tells_the_owner_and_exits_non_zero(tmp_path, telegram, models):
+    fake = fake_cli(tmp_path, "fake-claude", FAKE_CLAUDE)
+    env = cc_env(tmp_path, telegram, models, fake, BICAMERAL_CRASH_BACKOFF_BASE=0.05, BICAMERAL_CRASH_BACKOFF_CAP=0.2)
     with BotProcess(tmp_path, env, telegram=telegram) as bot:
         bot.start()
         bot.wait_ready()
@@ -47,14 +57,7 @@ def test_crash_loop_gives_up_tells_the_owner_and_exits_non_zero(tmp_path, telegr
 
 
 def test_a_missing_cli_gives_up_at_once_with_a_clear_message(tmp_path, telegram, models):
-    env = bot_env(
-        tmp_path,
-        telegram,
-        models,
-        BICAMERAL_MODE="single",
-        BICAMERAL_BACK_MODEL="claude-code:claude-sonnet-4-5",
-        BICAMERAL_CLAUDE_BIN=tmp_path / "no-such-claude",
-    )
+    env = cc_env(tmp_path, telegram, models, tmp_path / "no-such-claude")
     with BotProcess(tmp_path, env, telegram=telegram) as bot:
         bot.start()
         bot.wait_ready()
@@ -66,17 +69,8 @@ def test_a_missing_cli_gives_up_at_once_with_a_clear_message(tmp_path, telegram,
 
 
 def test_a_cli_too_old_for_always_load_stops_start_up_with_the_reason(tmp_path, telegram, models):
-    fake = tmp_path / "old-claude"
-    fake.write_text("#!/bin/sh\necho '2.1.100 (Claude Code)'\n")
-    fake.chmod(0o755)
-    env = bot_env(
-        tmp_path,
-        telegram,
-        models,
-        BICAMERAL_MODE="single",
-        BICAMERAL_BACK_MODEL="claude-code:claude-sonnet-4-5",
-        BICAMERAL_CLAUDE_BIN=fake,
-    )
+    fake = fake_cli(tmp_path, "old-claude", "#!/bin/sh\necho '2.1.100 (Claude Code)'\n")
+    env = cc_env(tmp_path, telegram, models, fake)
     with BotProcess(tmp_path, env, telegram=telegram) as bot:
         bot.start()
         code = bot.wait_exit(30)
@@ -88,17 +82,8 @@ def test_a_broken_plugins_file_stops_start_up_with_the_reason(tmp_path, telegram
     data = tmp_path / "data"
     data.mkdir()
     (data / "plugins.json").write_text('{"tool_groups": {"bash": true, "shell": true}}')
-    fake = tmp_path / "claude"
-    fake.write_text("#!/bin/sh\necho '2.1.330 (Claude Code)'\n")
-    fake.chmod(0o755)
-    env = bot_env(
-        tmp_path,
-        telegram,
-        models,
-        BICAMERAL_MODE="single",
-        BICAMERAL_BACK_MODEL="claude-code:claude-sonnet-4-5",
-        BICAMERAL_CLAUDE_BIN=fake,
-    )
+    fake = fake_cli(tmp_path, "claude", "#!/bin/sh\necho '2.1.330 (Claude Code)'\n")
+    env = cc_env(tmp_path, telegram, models, fake)
     with BotProcess(tmp_path, env, telegram=telegram) as bot:
         bot.start()
         assert bot.wait_exit(30) == 2
