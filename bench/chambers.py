@@ -232,7 +232,7 @@ class _Rig:
 
 def _settled(rig: _Rig, first_request: int) -> bool:
     """No turn running, no task open or waiting to be delivered, no model request in flight."""
-    tasks = rig.app.stores.tasks
+    tasks = rig.app.tasks
     return (
         not rig.app.conversation.busy_chats()
         and not tasks.open_tasks()

@@ -6,73 +6,106 @@ import asyncio
 import gc
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from types import TracebackType
 
+from bicameral.agent.runner import NativeRunner
 from bicameral.back.executor import NativeExecutor
-from bicameral.back.runner import NativeRunner
-from bicameral.back.single import SingleChamber
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
+from bicameral.conversation.lanes import Conversation
+from bicameral.conversation.router import ActionRouter
+from bicameral.conversation.turn import TurnHandler
+from bicameral.errors import ConfigError
 from bicameral.front.chamber import FrontChamber
-from bicameral.front.conversation import Conversation
-from bicameral.front.turn import TurnHandler
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
 from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
-from bicameral.outbox import Outbox
+from bicameral.single import SingleChamber
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor
+from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import ToolRegistry, discover_tools
 
 log = logging.getLogger(__name__)
 
 
-class ConfigError(Exception):
-    """The configuration cannot work; the message says what to fix."""
-
-
-@dataclass
 class App:
-    settings: Settings
-    channels: Sequence[Channel]
-    back_model: Model | None = None
-    front_model: Model | None = None
-    extra_tools: Sequence[Tool] = ()
-    stores: Stores = field(init=False)
-    outbox: Outbox = field(init=False)
-    conversation: Conversation = field(init=False)
-    gate: Gate = field(init=False)
-    _stopped: asyncio.Event = field(init=False, default_factory=asyncio.Event)
-    _closed: bool = field(init=False, default=False)
-    exit_code: int = field(init=False, default=0)
+    """The running assistant. `start` opens the stores and builds everything; `stop` undoes it in reverse.
 
-    def __post_init__(self) -> None:
-        settings = self.settings
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.stores = Stores.open(settings.db_path)
-        self.outbox = Outbox(self.stores.messages)
-        for channel in self.channels:
-            self.outbox.register(channel)
-        self.registry = ToolRegistry(
-            [*discover_tools(), *self.extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
-        )
+    Use it as `async with App(...) as app:` or call `start`/`stop` yourself.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        channels: Sequence[Channel],
+        *,
+        back_model: Model | None = None,
+        front_model: Model | None = None,
+        extra_tools: Sequence[Tool] = (),
+    ) -> None:
+        self.settings = settings
+        self.channels = list(channels)
         self.mode = settings.effective_mode
+        self.exit_code = 0
+        self._given_models = (back_model, front_model)
+        self._built_models: list[Model] = []
+        self._extra_tools = tuple(extra_tools)
+        self._stop_requested = asyncio.Event()
+        self._started = False
+        self._stopped = False
+
+    async def __aenter__(self) -> App:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()  # release what a half-finished start opened
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Open the stores, build the chamber, start it and every channel, then replay pending messages."""
+        settings = self.settings
+        self.stores = _open_stores(settings)
+        self._started = True
+        self.tasks = TaskStore(self.stores.db)
+        self.router = ActionRouter(self.stores.messages)
+        for channel in self.channels:
+            self.router.register(channel)
+        self.registry = ToolRegistry(
+            [*discover_tools(), *self._extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
+        )
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"
         self.conversation = Conversation(
             settings,
             self.handler,
-            self.outbox,
+            self.router,
             self.stores.messages,
             lanes_per_user_in_groups=two_chambers,
             typing_in_groups=not two_chambers,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)
-        self.gate = Gate(settings, access, self.stores, self.outbox, self.conversation.submit, limiter)
+        self.gate = Gate(settings, access, self.stores, self.router, self.conversation.submit, limiter)
+
+        await self.handler.start()
+        for channel in self.channels:
+            await channel.start(self.gate, self._channel_ended)
+            log.info("channel %s ready", channel.name)
+        await self.conversation.recover()
+        # Everything imported so far lives for the whole run: keep it out of full collections,
+        # which otherwise stall a turn for ~150 ms now and then.
+        gc.freeze()
+        log.info("ready (mode=%s, back=%s, front=%s)", self.mode, settings.back_model, settings.front_model)
 
     def _build_handler(self) -> TurnHandler:
         """The chamber that answers turns, chosen by the executor and the mode."""
@@ -82,18 +115,26 @@ class App:
         if settings.back.provider == "claude-code" and self.mode == "single":
             from bicameral.claude_code.handler import ClaudeCodeChamber
 
-            return ClaudeCodeChamber(settings, self.stores, self.registry, self.outbox.perform, on_fatal=self.fail)
+            return ClaudeCodeChamber(settings, self.stores, self.registry, self.router.perform, on_fatal=self.fail)
         if settings.back.provider == "claude-code":
             from bicameral.claude_code.executor import ClaudeCodeExecutor
 
             executor: Executor = ClaudeCodeExecutor(settings, self.stores, self.registry)
         else:
-            back_model = self.back_model or build_model(settings.back_model, settings)
+            back_model = self._model(self._given_models[0], settings.back_model)
             if self.mode == "single":
                 return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
             executor = NativeExecutor(settings, self.stores, self._runner(back_model, self.registry.subset(exclude_messaging=True)))
-        front_model = self.front_model or build_model(settings.front_model, settings)
-        return FrontChamber(settings, self.stores, front_model, executor, self.outbox.perform)
+        front_model = self._model(self._given_models[1], settings.front_model)
+        return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.router.perform)
+
+    def _model(self, given: Model | None, ref: str) -> Model:
+        """The model passed in, or one built from the settings (and then closed by `stop`)."""
+        if given is not None:
+            return given
+        model = build_model(ref, self.settings)
+        self._built_models.append(model)
+        return model
 
     def _runner(self, model: Model, tools: ToolRegistry) -> NativeRunner:
         settings = self.settings
@@ -106,42 +147,60 @@ class App:
             error_window_seconds=settings.tool_error_window_seconds,
         )
 
-    async def start(self) -> None:
-        await self.handler.start()
-        for channel in self.channels:
-            await channel.start(self.gate)
-            log.info("channel %s ready", channel.name)
-        await self.conversation.recover()
-        # Everything imported so far lives for the whole run: keep it out of full collections,
-        # which otherwise stall a turn for ~150 ms now and then.
-        gc.freeze()
-        log.info("ready (mode=%s, back=%s, front=%s)", self.mode, self.settings.back_model, self.settings.front_model)
-
     def request_stop(self) -> None:
-        self._stopped.set()
+        self._stop_requested.set()
 
     def fail(self, reason: str) -> None:
-        """Stop with a failure status (e.g. an executor that gave up); `bicameral run` then exits non-zero."""
+        """Stop with a failure status (a channel that cannot go on, an executor that gave up); exit 1."""
         log.critical("stopping: %s", reason)
         self.exit_code = 1
         self.request_stop()
 
+    def _channel_ended(self, reason: str | None) -> None:
+        """A channel stopped receiving: a failure stops the app with status 1, a clean end with 0."""
+        if reason is None:
+            self.request_stop()
+        else:
+            self.fail(reason)
+
     async def wait(self) -> None:
-        await self._stopped.wait()
+        await self._stop_requested.wait()
 
     async def stop(self) -> None:
-        if self._closed:
+        """Stop channels, turns, the chamber and the models, then close the stores; safe to call twice."""
+        if self._stopped or not self._started:
             return
-        self._closed = True
+        self._stopped = True
         for channel in self.channels:
             try:
                 await channel.stop()
             except Exception:
                 log.exception("channel %s did not stop cleanly", channel.name)
-        await self.conversation.close()
-        await self.handler.stop()
+        if hasattr(self, "conversation"):
+            await self.conversation.close()
+        if hasattr(self, "handler"):
+            await self.handler.stop()
+        for model in self._built_models:
+            await model.aclose()
         self.stores.close()
         log.info("stopped")
+
+
+def _open_stores(settings: Settings) -> Stores:
+    """The SQLite stores under the data dir, or a ConfigError that says what to fix."""
+    data_dir = settings.data_dir
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError(f"the data dir {data_dir} is a file, not a directory: set BICAMERAL_DATA_DIR to a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"the data dir {data_dir} cannot be created ({exc.strerror}): set BICAMERAL_DATA_DIR") from None
+    try:
+        return Stores.open(settings.db_path)
+    except Exception as exc:
+        raise ConfigError(
+            f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"
+        ) from None
 
 
 def configured_channels(settings: Settings) -> list[Channel]:

@@ -7,14 +7,15 @@ import logging
 import signal
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import typer
 from pydantic import ValidationError
 
-from bicameral.app import App, ConfigError, configured_channels
-from bicameral.channels.base import Channel, ChannelStartError
+from bicameral.app import App, configured_channels
+from bicameral.channels.base import Channel
 from bicameral.config import Settings
+from bicameral.errors import BicameralError
 from bicameral.observe.logs import setup_logging
 
 cli = typer.Typer(add_completion=False, no_args_is_help=True, help="bicameral: a personal assistant that lives in chat.")
@@ -30,11 +31,7 @@ def run() -> None:
     """Serve every configured channel (Telegram by long polling)."""
     settings = _load_settings()
     setup_logging(settings.log_level, settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
-    try:
-        channels = configured_channels(settings)
-    except ConfigError as exc:
-        _fail(str(exc))
-    _serve(settings, channels)
+    _serve(settings, lambda: configured_channels(settings))
 
 
 @cli.command()
@@ -44,8 +41,7 @@ def chat() -> None:
 
     settings = _load_settings()
     setup_logging("WARNING", settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
-    terminal = TerminalChannel(bot_name=settings.bot_name)
-    _serve(settings, [terminal], on_ready=lambda app: setattr(terminal, "_on_eof", app.request_stop))
+    _serve(settings, lambda: [TerminalChannel(bot_name=settings.bot_name)])
 
 
 @cli.command()
@@ -67,8 +63,8 @@ def trace(
     max_chars: int = typer.Option(400, "--max", help="Cut each block to this many characters (0: no limit)."),
 ) -> None:
     """Replay a Claude Code executor session from the wire capture, or follow a live one."""
+    from bicameral.claude_code import trace as tracing
     from bicameral.claude_code.capture import capture_dir
-    from bicameral.observe import trace as tracing
 
     settings = _load_settings()
     root = capture_dir(settings.data_dir)
@@ -92,24 +88,21 @@ def trace(
             pass
 
 
-def _serve(settings: Settings, channels: Sequence[Channel], on_ready=None) -> None:
+def _serve(settings: Settings, channels: Callable[[], Sequence[Channel]]) -> None:
+    """Run the app on the channels until a signal, a channel's end or a fatal error; exit with its status."""
+
     async def serve() -> int:
-        app = App(settings, channels)
+        app = App(settings, channels())
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, app.request_stop)
-        if on_ready is not None:
-            on_ready(app)
-        try:
-            await app.start()
+        async with app:
             await app.wait()
-        finally:
-            await app.stop()
         return app.exit_code
 
     try:
         code = asyncio.run(serve())
-    except (ConfigError, ChannelStartError) as exc:
+    except BicameralError as exc:
         _fail(str(exc))
     except Exception as exc:
         log.exception("fatal error")

@@ -158,7 +158,7 @@ class Settings(BaseSettings):
         return parse_model_ref(value)
 
     @model_validator(mode="after")
-    def _default_models(self) -> "Settings":
+    def _default_models(self) -> Settings:
         """With no model named, use the provider whose key is configured, else the bundled local model."""
         for name, defaults in (("back_model", _DEFAULT_BACK), ("front_model", _DEFAULT_FRONT)):
             if name in self.model_fields_set:
@@ -194,7 +194,7 @@ class Settings(BaseSettings):
         )
 
     @classmethod
-    def for_test(cls, tmp_path: Path, **overrides: object) -> "Settings":
+    def for_test(cls, tmp_path: Path, **overrides: object) -> Settings:
         """Settings isolated from the environment and files, rooted at `tmp_path`."""
         values: dict[str, object] = {
             "data_dir": tmp_path / "data",

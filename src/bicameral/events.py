@@ -147,7 +147,7 @@ class ActionResult:
     error: str | None = None
 
     @classmethod
-    def failed(cls, error: str) -> "ActionResult":
+    def failed(cls, error: str) -> ActionResult:
         return cls(ok=False, error=error)
 
 

@@ -36,7 +36,7 @@ async def test_a_task_runs_on_the_cli_and_comes_back_in_the_front_voice(telegram
     sent = await telegram.await_sent(OWNER, 2, timeout=60)
     assert sent[0]["text"] == "on it, checking the deploy"
     assert "4812" in sent[1]["text"] and sent[1]["text"].startswith("Here you go")
-    task = app.stores.tasks.for_chat(f"telegram:{OWNER}")[0]
+    task = app.tasks.for_chat(f"telegram:{OWNER}")[0]
     assert task.state.value == "completed"
     assert [r["name"] for r in app.stores.tool_calls.recent()] == ["current_time"]
     back = [r for r in models.requests if CLOCK in r.tool_names]

@@ -28,11 +28,11 @@ def client(url: str, token: str | None) -> Client:
     return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers)))
 
 
-def context(chat: str, settings: Settings, outbox: list[tuple[str, str]]) -> ToolContext:
+def context(chat: str, settings: Settings, router: list[tuple[str, str]]) -> ToolContext:
     async def perform(action: Action) -> ActionResult:
         assert isinstance(action, SendText)
-        outbox.append((action.chat, action.text))
-        return ActionResult(ok=True, message_ids=(str(len(outbox)),))
+        router.append((action.chat, action.text))
+        return ActionResult(ok=True, message_ids=(str(len(router)),))
 
     return ToolContext(chat=chat, turn_id=f"turn-{chat}", settings=settings, perform=perform)
 
@@ -41,8 +41,8 @@ async def test_each_caller_s_calls_run_in_its_own_running_turn(server, tmp_path)
     settings = Settings.for_test(tmp_path)
     stores = Stores.open(tmp_path / "db.sqlite")
     registry = ToolRegistry.discover(audit=stores.tool_calls)
-    outbox: list[tuple[str, str]] = []
-    turns = {"a": context("telegram:1", settings, outbox), "b": context("telegram:2", settings, outbox)}
+    router: list[tuple[str, str]] = []
+    turns = {"a": context("telegram:1", settings, router), "b": context("telegram:2", settings, router)}
     activity: list[bool] = []
     a = server.bind(ToolBinding(registry, lambda: turns["a"], activity.append, {"send_message": "the only way out"}))
     b = server.bind(ToolBinding(registry.subset(only=["send_message"]), lambda: turns["b"]))
@@ -54,7 +54,7 @@ async def test_each_caller_s_calls_run_in_its_own_running_turn(server, tmp_path)
         two = await second.call_tool("send_message", {"text": "hello two"})
     assert not one.is_error and one.content[0].text == "sent message_id=1"
     assert not two.is_error and two.content[0].text == "sent message_id=2"
-    assert outbox == [("telegram:1", "hello one"), ("telegram:2", "hello two")]
+    assert router == [("telegram:1", "hello one"), ("telegram:2", "hello two")]
     assert activity == [True, False]
     rows = stores.tool_calls.recent()
     assert {(r["chat"], r["turn_id"]) for r in rows} == {("telegram:1", "turn-telegram:1"), ("telegram:2", "turn-telegram:2")}

@@ -9,7 +9,6 @@ import pytest
 
 from bicameral.claude_code.spec import (
     GATED_BUILTINS,
-    ForbiddenFlagError,
     LaunchOptions,
     McpEndpoint,
     SpawnSpec,
@@ -18,9 +17,9 @@ from bicameral.claude_code.spec import (
     child_env,
 )
 from bicameral.config import Settings
+from bicameral.errors import ForbiddenFlagError, PluginsError
 from bicameral.mcp.plugins import (
     PluginsConfig,
-    PluginsError,
     ToolGroups,
     load_plugins,
     visible_tools,

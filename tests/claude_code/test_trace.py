@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from bicameral.claude_code import trace
 from bicameral.claude_code.capture import WireCapture
 from bicameral.cli import cli
-from bicameral.observe import trace
 
 REAL = Path(__file__).parent / "data" / "real_session.stream.jsonl"
 SESSION = "502864bd-28ff-44b2-8e0b-d8ccb39fb7f9"

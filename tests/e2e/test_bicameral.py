@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import psutil
-import pytest
 from pydantic import BaseModel
 
-from bicameral.sandbox.process import run_process
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
+from tests.support.process import run_process
 
 FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0)
 
@@ -181,7 +179,7 @@ async def test_cancel_mid_tool_kills_the_subprocess_and_tells_the_user(telegram,
     assert sent[1]["text"] == "Stopped slow job."
     # By the time the user is told, the tool's process is gone (the bus waits at most 1 s for it).
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    task = app.stores.tasks.for_chat(f"telegram:{OWNER}")[0]
+    task = app.tasks.for_chat(f"telegram:{OWNER}")[0]
     assert task.state.value == "cancelled"
     await asyncio.sleep(0.5)
     assert "finished" not in " ".join(_texts(telegram))
@@ -287,7 +285,7 @@ async def test_finished_while_away_is_reintroduced_when_the_user_returns(telegra
     app = await start_bot(**FAST, away_after_seconds=1.0)
     telegram.user_sends(OWNER, "export the books")
     await telegram.await_sent(OWNER, 1)
-    await _wait_for(lambda: app.stores.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "completed")
+    await _wait_for(lambda: app.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "completed")
     await asyncio.sleep(0.3)
     assert len(telegram.sent_messages(OWNER)) == 1, "held while the user is away"
     telegram.user_sends(OWNER, "hi again")
@@ -357,7 +355,7 @@ async def test_malformed_front_actions_are_skipped_and_the_reply_still_goes_out(
     sent = await telegram.await_sent(OWNER, 1)
     await asyncio.sleep(0.3)
     assert sent[0]["text"] == "Sure, one sec."
-    assert app.stores.tasks.count(f"telegram:{OWNER}") == 0
+    assert app.tasks.count(f"telegram:{OWNER}") == 0
     assert models.requests_for("back") == []
 
 

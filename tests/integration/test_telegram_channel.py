@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bicameral.channels.base import ChannelStartError
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.channels.telegram.media import MAX_NAME_CHARS, safe_name
 from bicameral.config import Settings
+from bicameral.errors import ChannelStartError
 from bicameral.events import (
     DeleteMessage,
     EditText,
@@ -95,9 +95,15 @@ async def channel(settings: Settings, sleeps: SleepRecorder):
 
 
 @pytest.fixture
-async def inbox(channel: TelegramChannel) -> Inbox:
+def ended() -> list[str | None]:
+    """What the channel reported through `on_end`, in order."""
+    return []
+
+
+@pytest.fixture
+async def inbox(channel: TelegramChannel, ended: list[str | None]) -> Inbox:
     sink = Inbox()
-    await channel.start(sink)
+    await channel.start(sink, ended.append)
     return sink
 
 
@@ -249,7 +255,7 @@ async def test_offset_waits_for_the_sink(fake: FakeTelegram, channel: TelegramCh
         seen.extend(batch)
         await release.wait()
 
-    await channel.start(slow_sink)
+    await channel.start(slow_sink, lambda reason: None)
     fake.user_sends(DM, "persist me")
     await eventually(lambda: len(seen) == 1, what="sink called")
     update_id = seen[0].update_id
@@ -270,7 +276,7 @@ async def test_failing_sink_gets_the_same_batch_again(
         if len(calls) == 1:
             raise RuntimeError("database is locked")
 
-    await channel.start(flaky_sink)
+    await channel.start(flaky_sink, lambda reason: None)
     fake.user_sends(DM, "retry me")
     await eventually(lambda: len(calls) >= 2, what="redelivery")
     assert [m.message_id for m in calls[0]] == [m.message_id for m in calls[1]]
@@ -289,10 +295,13 @@ async def test_server_errors_back_off_and_recover(
     assert sleeps.delays[:2] == [1.0, 2.0]
 
 
-async def test_conflict_stops_polling(fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox) -> None:
+async def test_conflict_ends_the_channel_with_the_reason(
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, ended: list[str | None]
+) -> None:
     fake.fail_next("getUpdates", status=409, description="Conflict: terminated by other getUpdates request")
-    await eventually(lambda: not channel.polling, what="polling to stop")
-    assert channel.failure is not None and "409" in channel.failure
+    await eventually(lambda: bool(ended), what="the channel to report its end")
+    assert not channel.polling
+    assert len(ended) == 1 and ended[0] is not None and "409" in ended[0]
 
 
 async def test_bad_token_fails_clearly(tmp_path: Path, fake: FakeTelegram) -> None:
@@ -300,7 +309,7 @@ async def test_bad_token_fails_clearly(tmp_path: Path, fake: FakeTelegram) -> No
     ch = TelegramChannel(settings)
     try:
         with pytest.raises(ChannelStartError, match="check BICAMERAL_TELEGRAM_TOKEN"):
-            await ch.start(Inbox())
+            await ch.start(Inbox(), lambda reason: None)
     finally:
         await ch.stop()
 

@@ -8,6 +8,7 @@ import pytest
 
 from bicameral.store import Stores
 from bicameral.tasks.bus import TaskBus, TaskError
+from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, TaskOutcome, TaskState
 
 
@@ -37,7 +38,7 @@ async def bus_and_events(tmp_path):
         events.append((task.id, event.kind))
 
     executor = GateExecutor()
-    bus = TaskBus(stores.tasks, executor, on_event=on_event, progress_interval=0, retry_delay=0)
+    bus = TaskBus(TaskStore(stores.db), executor, on_event=on_event, progress_interval=0, retry_delay=0)
     yield bus, executor, events
     await bus.close()
     stores.close()
@@ -135,18 +136,18 @@ async def test_a_failure_is_retried_once_then_reported(bus_and_events):
 async def test_open_tasks_resume_after_a_restart(tmp_path):
     stores = Stores.open(tmp_path / "db.sqlite")
     first = GateExecutor()
-    bus = TaskBus(stores.tasks, first, on_event=_ignore)
+    bus = TaskBus(TaskStore(stores.db), first, on_event=_ignore)
     task = await bus.spawn("c:1", "survive")
     await _settle()
     await bus.close()
-    assert stores.tasks.get(task.id).state is TaskState.RUNNING
+    assert TaskStore(stores.db).get(task.id).state is TaskState.RUNNING
     second = GateExecutor()
     second.release.set()
-    bus2 = TaskBus(stores.tasks, second, on_event=_ignore)
+    bus2 = TaskBus(TaskStore(stores.db), second, on_event=_ignore)
     assert await bus2.resume_open() == 1
     await asyncio.sleep(0.05)
     assert second.starts[0][2] is not None, "resumed from its checkpoint"
-    assert stores.tasks.get(task.id).state is TaskState.COMPLETED
+    assert TaskStore(stores.db).get(task.id).state is TaskState.COMPLETED
     await bus2.close()
     stores.close()
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bicameral.back.breakers import Breakers
-from bicameral.back.runner import NativeRunner
+from bicameral.agent.breakers import Breakers
+from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
 from bicameral.events import ActionResult
 from bicameral.models.base import Message, ModelError, Stop, TextDelta, ToolCall, ToolResultBlock, Usage

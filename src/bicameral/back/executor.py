@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from importlib import resources
 
-from bicameral.back.failures import describe_model_error
-from bicameral.back.runner import NativeRunner
+from bicameral.agent.failures import describe_model_error
+from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
-from bicameral.events import Action, ActionResult
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
-from bicameral.tasks.bus import TaskControl
+from bicameral.tasks.brief import no_direct_messages, task_brief
+from bicameral.tasks.bus import Executor, TaskControl
 from bicameral.tasks.task import Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 
 _MAX_NOTE_ROUNDS = 3
 
 
-class NativeExecutor:
-    """Satisfies the bus's Executor protocol with a NativeRunner over the back model and tools."""
+class NativeExecutor(Executor):
+    """The bus's Executor as a NativeRunner over the back model and tools."""
 
     def __init__(self, settings: Settings, stores: Stores, runner: NativeRunner) -> None:
         self._settings = settings
@@ -67,19 +66,6 @@ class NativeExecutor:
             partial = f"{result.text}\n\n" if result.text else ""
             return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stopped}")
         return TaskOutcome(result=result.text or "(finished, with nothing to report)")
-
-
-async def no_direct_messages(action: Action) -> ActionResult:
-    # The back never speaks to the user directly: results go through the front's delivery.
-    return ActionResult.failed("the back chamber cannot message the user; return the result instead")
-
-
-def task_brief(task: Task) -> str:
-    parts = [f"<task id={task.id!r}>", task.spec, "</task>"]
-    if task.context:
-        parts += ["<context>", task.context, "</context>"]
-    parts.append(f"Current time: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.")
-    return "\n".join(parts)
 
 
 def _with_note(messages: list[Message], note: str | None) -> list[Message]:

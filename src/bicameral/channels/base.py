@@ -7,19 +7,19 @@ from typing import Protocol
 
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 
-class ChannelStartError(Exception):
-    """A channel cannot start (bad credentials, unreachable server); the message says what to fix."""
-
-
 # A sink returns only after the batch is persisted: channels acknowledge the platform after it.
 InboundSink = Callable[[Sequence[Inbound]], Awaitable[None]]
+
+# Called once when a channel can receive no more: with the reason when it failed for good (a revoked
+# token, another poller), with None when its input simply ended (the terminal's EOF).
+OnEnd = Callable[[str | None], None]
 
 
 class Channel(Protocol):
     name: str
     capabilities: Capabilities
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
         """Begin receiving; returns once the channel is ready (receiving runs in the background)."""
 
     async def stop(self) -> None:

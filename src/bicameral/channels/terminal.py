@@ -13,7 +13,7 @@ from typing import IO
 from rich.console import Console
 from rich.markdown import Markdown
 
-from bicameral.channels.base import InboundSink
+from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.events import (
     Action,
     ActionResult,
@@ -22,9 +22,9 @@ from bicameral.events import (
     EditText,
     Inbound,
     React,
+    Sender,
     SendFile,
     SendText,
-    Sender,
     Typing,
     chat_key,
 )
@@ -43,21 +43,19 @@ class TerminalChannel:
         console: Console | None = None,
         user_name: str = "you",
         bot_name: str = "bicameral",
-        on_eof: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._stdin = stdin or sys.stdin
         self._console = console or Console(highlight=False)
         self._user = Sender(id="local", name=user_name)
         self._bot_name = bot_name
-        self._on_eof = on_eof
         self._clock = clock
         self._ids = itertools.count(1)
         self._reader: asyncio.Task | None = None
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
         self._console.print(f"[dim]Talking to {self._bot_name}. /stop interrupts, /reset starts fresh, Ctrl-D quits.[/dim]")
-        self._reader = asyncio.create_task(self._read(sink))
+        self._reader = asyncio.create_task(self._read(sink, on_end))
 
     async def stop(self) -> None:
         if self._reader is not None:
@@ -84,13 +82,12 @@ class TerminalChannel:
             pass  # a terminal shows the answer when it comes; no indicator needed
         return ActionResult(ok=True)
 
-    async def _read(self, sink: InboundSink) -> None:
+    async def _read(self, sink: InboundSink, on_end: OnEnd) -> None:
         loop = asyncio.get_running_loop()
         while True:
             line = await loop.run_in_executor(None, self._stdin.readline)
             if line == "":
-                if self._on_eof is not None:
-                    self._on_eof()
+                on_end(None)
                 return
             text = line.rstrip("\n")
             if not text.strip():

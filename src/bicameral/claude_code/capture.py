@@ -6,10 +6,10 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from bicameral.gate.scrub import scrub, scrub_obj
+from bicameral.redaction import scrub, scrub_obj
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class WireCapture:
             log.warning("wire capture for %s failed: %s", self.session_id, exc)
 
     def _stamp(self) -> str:
-        return datetime.fromtimestamp(self._clock(), timezone.utc).isoformat(timespec="milliseconds")
+        return datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="milliseconds")
 
     def _redact(self, text: str) -> str:
         for secret in self._secrets:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from importlib import resources
 
-from bicameral.back.executor import no_direct_messages, task_brief
 from bicameral.claude_code.failures import Recovery
+from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.turn import Prompt
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
-from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.config import Settings, child_process_env
-from bicameral.mcp.plugins import PluginsError, load_plugins, visible_tools
+from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
 from bicameral.store import Stores
-from bicameral.tasks.bus import TaskControl
+from bicameral.tasks.brief import no_direct_messages, task_brief
+from bicameral.tasks.bus import Executor, TaskControl
 from bicameral.tasks.task import Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
@@ -22,8 +22,8 @@ from bicameral.tools.registry import ToolRegistry
 SESSION_KEY_PREFIX = "claude_code.task:"
 
 
-class ClaudeCodeExecutor:
-    """Satisfies the bus's Executor protocol; the CLI session is the task's checkpoint."""
+class ClaudeCodeExecutor(Executor):
+    """The bus's Executor on the Claude Code CLI; the CLI session is the task's checkpoint."""
 
     # A redirect or a restart makes a new worker on the same session key, so `--resume` keeps every
     # finished step; the new instruction arrives as the next message of that session.
@@ -31,12 +31,7 @@ class ClaudeCodeExecutor:
     def __init__(self, settings: Settings, stores: Stores, registry: ToolRegistry) -> None:
         self._settings = settings
         self._stores = stores
-        try:
-            plugins = load_plugins(settings.resolved_plugins_path)
-        except PluginsError as exc:
-            from bicameral.app import ConfigError
-
-            raise ConfigError(str(exc)) from None
+        plugins = load_plugins(settings.resolved_plugins_path)
         self._tools = visible_tools(registry, plugins).subset(exclude_messaging=True)
         system = resources.files("bicameral.prompts").joinpath("back.md").read_text(encoding="utf-8")
         self._config = WorkerConfig.from_settings(

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import resources
 
-from bicameral.back.failures import describe_stop
+from bicameral.agent.failures import describe_stop
 from bicameral.claude_code.failures import Failure, Recovery, classify
 from bicameral.claude_code.spec import (
     MCP_NAMESPACE,
@@ -21,12 +21,12 @@ from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.turn import Prompt, PromptImage, TurnOutcome
 from bicameral.claude_code.worker import ClaudeCodeWorker, Spawn, WorkerConfig, cli_version, spawn_process
 from bicameral.config import Settings, child_process_env
+from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.turn import Turn
+from bicameral.errors import ConfigError
 from bicameral.events import Action, ActionResult, Inbound, SendText, chat_key
-from bicameral.front.envelope import content_blocks
-from bicameral.front.turn import Turn
 from bicameral.mcp.plugins import (
     PluginsConfig,
-    PluginsError,
     load_plugins,
     visible_tools,
 )
@@ -85,13 +85,8 @@ class ClaudeCodeChamber:
         self._spawn = spawn
         self._clock = clock
         self._sleep = sleep
-        try:
-            self.plugins: PluginsConfig = load_plugins(settings.resolved_plugins_path)
-            self._tools = visible_tools(registry, self.plugins)
-        except PluginsError as exc:
-            from bicameral.app import ConfigError
-
-            raise ConfigError(str(exc)) from None
+        self.plugins: PluginsConfig = load_plugins(settings.resolved_plugins_path)
+        self._tools = visible_tools(registry, self.plugins)
         self._mcp = McpToolServer()
         self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds, clock=clock)
         self._workers: dict[str, ClaudeCodeWorker] = {}
@@ -106,8 +101,6 @@ class ClaudeCodeChamber:
     async def start(self) -> None:
         reported = await cli_version(self._settings.claude_bin, self._base_env)
         if too_old(parse_version(reported or "")):
-            from bicameral.app import ConfigError
-
             raise ConfigError(
                 f"{self._settings.claude_bin} is Claude Code {reported}; the executor needs "
                 f"{'.'.join(map(str, MIN_VERSION))} or newer: npm install -g @anthropic-ai/claude-code@latest"

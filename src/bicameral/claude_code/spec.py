@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bicameral.errors import ForbiddenFlagError
 from bicameral.mcp.plugins import ToolGroups
 
 MCP_SERVER_NAME = "bicameral"
@@ -24,10 +25,6 @@ FORBIDDEN_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-p
 # `alwaysLoad` on an MCP server entry (our tools always in context, never behind ToolSearch) needs this.
 MIN_VERSION = (2, 1, 121)
 _FORBIDDEN_MODES = ("bypassPermissions",)
-
-
-class ForbiddenFlagError(ValueError):
-    """A spawn was asked to bypass the CLI's permission checks; that is never allowed."""
 
 
 @dataclass(frozen=True)

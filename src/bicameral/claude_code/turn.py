@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bicameral.back.breakers import Breakers
+from bicameral.agent.breakers import Breakers
 from bicameral.claude_code.failures import Failure
 from bicameral.claude_code.stream import Result, ToolUse
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bicameral.back.breakers import Breakers
+from bicameral.agent.breakers import Breakers
 from bicameral.claude_code.capture import WireCapture, capture_dir
 from bicameral.claude_code.failures import (
     Failure,
@@ -109,7 +109,7 @@ class WorkerConfig:
         tool_groups: ToolGroups,
         base_env: Mapping[str, str],
         tool_descriptions: Mapping[str, str] | None = None,
-    ) -> "WorkerConfig":
+    ) -> WorkerConfig:
         def secret(value: SecretStr | None) -> str | None:
             return (value.get_secret_value() or None) if value is not None else None
 
@@ -177,7 +177,7 @@ async def cli_version(binary: str, env: Mapping[str, str], timeout: float = 20.0
         return None
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await proc.wait()
@@ -778,7 +778,7 @@ class ClaudeCodeWorker:
             try:
                 await asyncio.wait_for(proc.wait(), _STOP_GRACE)
                 break
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
         # Let the exit watcher record the exit before a new process can start.
         for _ in range(50):

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, ValidationError
 
+from bicameral.conversation.envelope import envelope
+from bicameral.conversation.turn import Turn
 from bicameral.events import React
 from bicameral.front.delivery import Delivery
-from bicameral.front.envelope import envelope
 from bicameral.front.status import describe_status
-from bicameral.front.turn import Turn
 from bicameral.models.base import ToolCall, ToolSpec
 from bicameral.tasks.bus import TaskBus, TaskError
 from bicameral.tasks.task import Task

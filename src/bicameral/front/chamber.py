@@ -8,20 +8,21 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 
-from bicameral.back.failures import describe_model_error
+from bicameral.agent.failures import describe_model_error
 from bicameral.config import Settings
+from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.turn import Turn
 from bicameral.events import Action, ActionResult
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
-from bicameral.front.envelope import content_blocks
 from bicameral.front.status import ago, duration
-from bicameral.front.turn import Turn
 from bicameral.models.base import Message, Model, ModelError, TextBlock, complete
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor, TaskBus
+from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class FrontChamber:
         self,
         settings: Settings,
         stores: Stores,
+        tasks: TaskStore,
         front_model: Model,
         executor: Executor,
         perform: Callable[[Action], Awaitable[ActionResult]],
@@ -46,6 +48,7 @@ class FrontChamber:
     ) -> None:
         self._settings = settings
         self._stores = stores
+        self._tasks = tasks
         self._model = front_model
         self._clock = clock
         self._rng = rng or random.Random()
@@ -60,7 +63,7 @@ class FrontChamber:
         )
         self._executor = executor
         self.bus = TaskBus(
-            stores.tasks,
+            tasks,
             executor,
             on_event=self.on_task_event,
             clock=clock,
@@ -77,9 +80,7 @@ class FrontChamber:
     # --- TurnHandler ---
 
     async def start(self) -> None:
-        start_executor = getattr(self._executor, "start", None)  # e.g. the CLI executor's MCP server
-        if start_executor is not None:
-            await start_executor()
+        await self._executor.start()
         resumed = await self.bus.resume_open()
         if resumed:
             log.info("resumed %d open task(s)", resumed)
@@ -90,12 +91,7 @@ class FrontChamber:
             if task is not None:
                 task.cancel()
         await self.bus.close()
-        stop_executor = getattr(self._executor, "stop", None)
-        if stop_executor is not None:
-            await stop_executor()
-        close = getattr(self._model, "aclose", None)
-        if close is not None:
-            await close()
+        await self._executor.stop()
 
     def reset(self, chat: str) -> None:
         self._stores.kv.set(_RESET_KEY + chat, repr(self._clock()))
@@ -136,7 +132,7 @@ class FrontChamber:
             await self._deliver(task)
         elif event.kind is EventKind.FAILED:
             await self._say(task, f"I couldn't finish {task.name}: {task.error or 'it failed'}")
-            self._stores.tasks.update(task.id, delivered_at=self._clock())
+            self._tasks.update(task.id, delivered_at=self._clock())
         elif event.kind is EventKind.RETRYING:
             seconds = max(5, int(self.bus.retry_delay))
             await self._say(task, f"Hit a snag with {task.name}, retrying (~{seconds}s).")
@@ -153,11 +149,11 @@ class FrontChamber:
                 # Reintroduce from real data: what it was and when it finished, before the substance.
                 text = f"Oh hey, I finished {task.name} {finished_ago}.\n\n{text}"
         await self._say(task, text)
-        self._stores.tasks.update(task.id, delivered_at=self._clock())
+        self._tasks.update(task.id, delivered_at=self._clock())
 
     async def _deliver_waiting(self, chat: str) -> None:
         """Results that finished while the user was away, reintroduced now that they are back."""
-        for task in self._stores.tasks.undelivered(chat):
+        for task in self._tasks.undelivered(chat):
             if task.state is TaskState.COMPLETED:
                 await self._deliver(task, finished_ago=ago(self._clock() - (task.finished_at or task.updated_at)))
 
@@ -174,7 +170,7 @@ class FrontChamber:
             m for m in self._stores.messages.recent_since(turn.chat, since, self._settings.front_context_messages + len(row_ids))
             if not (m["direction"] == "in" and m["status"] == "pending")
         ][-self._settings.front_context_messages :]
-        lines = [f"Now: {datetime.fromtimestamp(now, timezone.utc):%Y-%m-%d %H:%M} UTC."]
+        lines = [f"Now: {datetime.fromtimestamp(now, UTC):%Y-%m-%d %H:%M} UTC."]
         if history:
             lines.append("<conversation>")
             for m in history:
@@ -192,7 +188,7 @@ class FrontChamber:
             lines.append("</open_tasks>")
         else:
             lines.append("<open_tasks>none</open_tasks>")
-        waiting = self._stores.tasks.undelivered(turn.chat)
+        waiting = self._tasks.undelivered(turn.chat)
         if waiting:
             lines.append("<finished_while_away> (they will be delivered right after your reply; just greet, don't repeat them)")
             lines += [f"- {t.name}, finished {ago(now - (t.finished_at or t.updated_at))}" for t in waiting]
@@ -231,7 +227,7 @@ class FrontChamber:
         while True:
             await self._sleep(max(1.0, interval / 4))
             now = self._clock()
-            for task in self._stores.tasks.open_tasks():
+            for task in self._tasks.open_tasks():
                 since = self._last_note.get(task.id, task.created_at)
                 if now - since < interval:
                     continue

@@ -7,13 +7,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from bicameral.config import Settings
+from bicameral.conversation.router import ActionRouter
 from bicameral.events import Inbound, SendText, is_owner
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.normalize import normalize
 from bicameral.gate.ratelimit import RateLimiter, Verdict
-from bicameral.gate.scrub import scrub
 from bicameral.observe import transcript
-from bicameral.outbox import Outbox
+from bicameral.redaction import scrub
 from bicameral.store import Stores
 from bicameral.store.messages import IGNORED, PENDING
 
@@ -31,14 +31,14 @@ class Gate:
         settings: Settings,
         access: AccessPolicy,
         stores: Stores,
-        outbox: Outbox,
+        router: ActionRouter,
         forward: Callable[[Inbound], Awaitable[None]],
         ratelimiter: RateLimiter | None = None,
     ) -> None:
         self._settings = settings
         self._access = access
         self._stores = stores
-        self._outbox = outbox
+        self._router = router
         self._forward = forward
         self._ratelimiter = ratelimiter
 
@@ -62,7 +62,7 @@ class Gate:
             first = self._stores.unauthorized.record(inbound.chat, inbound.sender.id, inbound.sender.name, inbound.text)
             transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
             if first and inbound.is_private:
-                await self._outbox.perform(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
+                await self._router.perform(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
             return None
         status = PENDING if inbound.addressed else IGNORED
         if status == PENDING and inbound.is_private and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
@@ -71,7 +71,7 @@ class Gate:
                 status = IGNORED
                 transcript.drop(inbound.chat, inbound.sender.name, "rate limited")
                 if verdict is Verdict.WARN:
-                    await self._outbox.perform(SendText(chat=inbound.chat, text=RATE_NOTICE))
+                    await self._router.perform(SendText(chat=inbound.chat, text=RATE_NOTICE))
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)

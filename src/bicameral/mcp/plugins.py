@@ -7,11 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bicameral.errors import PluginsError
 from bicameral.tools.registry import ToolRegistry
-
-
-class PluginsError(ValueError):
-    """The plugins config cannot be used; the message says what to fix."""
 
 
 class ToolGroups(BaseModel):

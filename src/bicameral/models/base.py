@@ -40,7 +40,7 @@ class ToolResultBlock(BaseModel):
     is_error: bool = False
 
 
-Block = Annotated[Union[TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock], Field(discriminator="type")]
+Block = Annotated[TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")]
 
 
 class Message(BaseModel):
@@ -48,11 +48,11 @@ class Message(BaseModel):
     content: list[Block]
 
     @classmethod
-    def user(cls, text: str) -> "Message":
+    def user(cls, text: str) -> Message:
         return cls(role="user", content=[TextBlock(text=text)])
 
     @classmethod
-    def assistant(cls, text: str) -> "Message":
+    def assistant(cls, text: str) -> Message:
         return cls(role="assistant", content=[TextBlock(text=text)])
 
     @property
@@ -96,7 +96,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -124,6 +124,9 @@ class ModelError(Exception):
 
 class Model(Protocol):
     name: str
+
+    async def aclose(self) -> None:
+        """Release the client's connections; a model without any does nothing."""
 
     def stream(
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import logging.handlers
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from bicameral.gate.scrub import scrub
+from bicameral.redaction import scrub
 
 _NOISY = ("httpx", "httpx2", "httpcore", "aiogram", "aiohttp.access", "mcp", "anthropic", "openai", "uvicorn.access")
 _FORMAT = "%(asctime)s %(levelname)-5s %(name)-16s %(message)s"
@@ -32,7 +32,7 @@ class RedactingFilter(logging.Filter):
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "component": record.name.split(".")[1] if record.name.startswith("bicameral.") else record.name,
             "logger": record.name,

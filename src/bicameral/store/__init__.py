@@ -10,7 +10,6 @@ from bicameral.store.kv import KeyValueStore
 from bicameral.store.messages import MessageStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.sessions import SessionStore
-from bicameral.store.tasks import TaskStore
 from bicameral.store.tool_calls import ToolCallStore
 from bicameral.store.unauthorized import UnauthorizedStore
 
@@ -24,10 +23,9 @@ class Stores:
     unauthorized: UnauthorizedStore
     ratelimits: RateLimitStore
     kv: KeyValueStore
-    tasks: TaskStore
 
     @classmethod
-    def open(cls, path: Path | str) -> "Stores":
+    def open(cls, path: Path | str) -> Stores:
         db = Database(path)
         return cls(
             db=db,
@@ -37,7 +35,6 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
-            tasks=TaskStore(db),
         )
 
     def close(self) -> None:

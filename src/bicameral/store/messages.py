@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from typing import Callable
 
 from bicameral.events import Attachment, Inbound, Quoted, Sender
 from bicameral.store.db import Database

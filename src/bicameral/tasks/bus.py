@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bicameral.store.tasks import TaskStore
+from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskOutcome, TaskState
 
 log = logging.getLogger(__name__)
@@ -42,9 +42,18 @@ class TaskControl(Protocol):
         """Report a real step (throttled before it reaches the user)."""
 
 
-class Executor(Protocol):
+class Executor:
+    """Runs tasks for the bus; subclasses override `run`, and `start`/`stop` when they hold resources."""
+
+    async def start(self) -> None:
+        """Acquire what the executor needs (servers, processes) before the first task."""
+
+    async def stop(self) -> None:
+        """Release it; called once at shutdown."""
+
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         """Run a task to an outcome, honouring notes at tool boundaries; cancellation stops it at once."""
+        raise NotImplementedError
 
 
 @dataclass
@@ -64,7 +73,7 @@ class _Run:
 @dataclass
 class _Control:
     task: Task
-    _bus: "TaskBus"
+    _bus: TaskBus
     _run: _Run
 
     def resume_messages(self) -> list[dict] | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -26,9 +26,9 @@ class ToolContext:
 
     chat: str
     turn_id: str
-    settings: "Settings"
+    settings: Settings
     perform: Callable[[Action], Awaitable[ActionResult]]
-    stores: "Stores | None" = None
+    stores: Stores | None = None
     now: Callable[[], datetime] = _utcnow
     message_ids: tuple[str, ...] = ()
     is_owner: bool = False
@@ -41,7 +41,7 @@ class ToolResult:
     is_error: bool = False
 
     @classmethod
-    def error(cls, message: str) -> "ToolResult":
+    def error(cls, message: str) -> ToolResult:
         return cls(content=message, is_error=True)
 
 

@@ -61,7 +61,7 @@ class ToolRegistry:
         self._specs = [ToolSpec(name=t.name, description=t.description, input_schema=_schema(t)) for t in self._tools.values()]
 
     @classmethod
-    def discover(cls, **kwargs) -> "ToolRegistry":
+    def discover(cls, **kwargs) -> ToolRegistry:
         return cls(discover_tools(), **kwargs)
 
     def names(self) -> list[str]:
@@ -70,7 +70,7 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def subset(self, *, exclude_messaging: bool = False, only: Iterable[str] | None = None) -> "ToolRegistry":
+    def subset(self, *, exclude_messaging: bool = False, only: Iterable[str] | None = None) -> ToolRegistry:
         """A restricted view sharing the same audit (for the back chamber and sub-agents)."""
         keep = set(only) if only is not None else set(self._tools)
         tools = [t for n, t in self._tools.items() if n in keep and not (exclude_messaging and t.messaging)]
@@ -115,7 +115,7 @@ class ToolRegistry:
             return ToolResult.error(f"invalid arguments for {name}: {_brief(exc)}")
         try:
             return await asyncio.wait_for(tool.run(args, ctx), timeout=self._timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return ToolResult.error(f"{name} timed out after {self._timeout:.0f}s")
         except asyncio.CancelledError:
             raise

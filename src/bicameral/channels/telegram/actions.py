@@ -86,7 +86,7 @@ class ActionPerformer:
             return ActionResult.failed(str(exc))
         except OSError as exc:
             return ActionResult.failed(f"cannot read file: {exc}")
-        except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
+        except Exception as exc:
             log.exception("unexpected error performing %s", type(action).__name__)
             return ActionResult.failed(self._redact(f"unexpected error: {type(exc).__name__}: {exc}"))
 

@@ -21,8 +21,9 @@ from aiogram.exceptions import (
 from aiogram.methods import GetUpdates
 from aiogram.utils.token import TokenValidationError
 
-from bicameral.channels.base import ChannelStartError, InboundSink
+from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.config import Settings
+from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 
 from .actions import ActionPerformer, Sleep
@@ -55,7 +56,7 @@ class TelegramChannel:
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         if settings.telegram_token is None or not settings.telegram_token.get_secret_value():
-            raise ValueError("BICAMERAL_TELEGRAM_TOKEN is not set")
+            raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not set")
         self._token = settings.telegram_token.get_secret_value()
         self._settings = settings
         self._sleep = sleep
@@ -63,7 +64,7 @@ class TelegramChannel:
         try:
             self._bot = Bot(self._token, session=session)
         except TokenValidationError:
-            raise ValueError("BICAMERAL_TELEGRAM_TOKEN is not a valid bot token (expected <id>:<secret>)") from None
+            raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not a valid bot token (expected <id>:<secret>)") from None
         self._media = AttachmentStore(self._bot, settings, redact=self._redact)
         self._actions = ActionPerformer(self._bot, settings, sleep=sleep, redact=self._redact)
         self._identity: BotIdentity | None = None
@@ -81,7 +82,7 @@ class TelegramChannel:
         """Whether the receive loop is running."""
         return self._task is not None and not self._task.done()
 
-    async def start(self, sink: InboundSink) -> None:
+    async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
         """Learn who we are (getMe), then launch the polling loop in the background."""
         try:
             me = await self._bot.get_me()
@@ -91,6 +92,7 @@ class TelegramChannel:
             raise ChannelStartError(self._redact(f"cannot reach Telegram: {exc.message}")) from None
         self._identity = BotIdentity(id=me.id, username=me.username or "")
         log.info("telegram: connected as @%s (id %s)", self._identity.username, me.id)
+        self._on_end = on_end
         self._task = asyncio.create_task(self._poll(sink), name="telegram-poll")
 
     async def stop(self) -> None:
@@ -127,7 +129,7 @@ class TelegramChannel:
             except TelegramRetryAfter as exc:
                 await self._sleep(min(float(exc.retry_after), BACKOFF_MAX))
                 continue
-            except Exception as exc:  # noqa: BLE001 - network errors and 5xx must never end the loop
+            except Exception as exc:
                 delay = backoff.next()
                 log.warning("telegram getUpdates failed (%s); retrying in %.0fs", self._explain(exc), delay)
                 await self._sleep(delay)
@@ -144,7 +146,7 @@ class TelegramChannel:
             try:
                 await sink(batch)
                 break
-            except Exception:  # noqa: BLE001 - retry the same batch; nothing was acknowledged
+            except Exception:
                 delay = backoff.next()
                 log.exception("telegram: inbound sink failed; retrying the same %d updates in %.0fs", len(batch), delay)
                 await self._sleep(delay)
@@ -159,7 +161,7 @@ class TelegramChannel:
         for item in raw:
             try:
                 inbound = await translate(item, self._identity, self._settings, fetch=self._media.fetch)
-            except Exception as exc:  # noqa: BLE001 - one bad update must not block the others
+            except Exception as exc:
                 update_id = item.get("update_id", "?") if isinstance(item, dict) else "?"
                 log.warning("skipping malformed update %s: %s", update_id, self._explain(exc))
                 continue
@@ -172,6 +174,7 @@ class TelegramChannel:
     def _give_up(self, reason: str) -> None:
         self.failure = reason
         log.error("%s; telegram polling stopped", reason)
+        self._on_end(reason)
 
     def _explain(self, exc: BaseException) -> str:
         detail = exc.message if isinstance(exc, TelegramAPIError) else str(exc)

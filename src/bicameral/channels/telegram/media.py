@@ -66,7 +66,7 @@ class AttachmentStore:
                 partial.replace(dest)
             finally:
                 partial.unlink(missing_ok=True)
-        except Exception as exc:  # noqa: BLE001 - any failure is reported in the text instead
+        except Exception as exc:
             log.warning("attachment %s unavailable: %s", name, self._redact(f"{type(exc).__name__}: {exc}"))
             return unavailable_marker(name)
         return Attachment(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from xml.sax.saxutils import escape, quoteattr
 
 from bicameral.events import Inbound
@@ -31,7 +31,7 @@ def _one(inbound: Inbound) -> str:
     attrs = {
         "id": inbound.message_id,
         "from": inbound.sender.name,
-        "time": datetime.fromtimestamp(inbound.ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "time": datetime.fromtimestamp(inbound.ts, UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
     if inbound.kind == "edit":
         attrs["edited"] = "true"

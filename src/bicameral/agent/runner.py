@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bicameral.back.breakers import Breakers
+from bicameral.agent.breakers import Breakers
 from bicameral.models.base import (
     Message,
     Model,

@@ -45,7 +45,7 @@ async def run_process(
     )
     try:
         out, err = await asyncio.wait_for(process.communicate(stdin), timeout=timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         await kill_group(process)
         return ProcessResult(None, "", f"timed out after {timeout:.0f}s", timed_out=True)
     except BaseException:
@@ -70,5 +70,5 @@ async def kill_group(process: asyncio.subprocess.Process) -> None:
         try:
             await asyncio.wait_for(asyncio.shield(process.wait()), _KILL_GRACE_SECONDS)
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue

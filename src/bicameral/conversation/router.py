@@ -1,4 +1,4 @@
-"""The outbound port: routes each Action to its chat's channel and records what was sent."""
+"""Routes each Action to its chat's channel at once, then records what was sent (no queue, no retry)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from bicameral.store.messages import MessageStore
 log = logging.getLogger(__name__)
 
 
-class Outbox:
+class ActionRouter:
     def __init__(self, messages: MessageStore | None = None) -> None:
         self._channels: dict[str, Channel] = {}
         self._messages = messages

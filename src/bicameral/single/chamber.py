@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from importlib import resources
 
-from bicameral.back.failures import describe_model_error, describe_stop
-from bicameral.back.runner import NativeRunner
-from bicameral.back.session import prepare_for_storage
+from bicameral.agent.failures import describe_model_error, describe_stop
+from bicameral.agent.runner import NativeRunner
+from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
+from bicameral.conversation.envelope import content_blocks, envelope
+from bicameral.conversation.turn import Turn
 from bicameral.events import SendText
-from bicameral.front.envelope import content_blocks, envelope
-from bicameral.front.turn import Turn
 from bicameral.models.base import MESSAGES, Message
 from bicameral.store import Stores
 
@@ -36,9 +36,7 @@ class SingleChamber:
         """Nothing to acquire: the model client connects lazily."""
 
     async def stop(self) -> None:
-        close = getattr(self._runner.model, "aclose", None)
-        if close is not None:
-            await close()
+        """Nothing to release: the app closes the models it built."""
 
     def reset(self, chat: str) -> None:
         self._stores.sessions.clear(chat)

@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bicameral.config import Settings
+from bicameral.conversation.router import ActionRouter
+from bicameral.conversation.turn import Turn, TurnHandler
 from bicameral.events import Action, ActionResult, Inbound, SendFile, SendText, Typing, is_owner
-from bicameral.front.turn import Turn, TurnHandler
-from bicameral.outbox import Outbox
 from bicameral.store.messages import MessageStore
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class Conversation:
         self,
         settings: Settings,
         handler: TurnHandler,
-        outbox: Outbox,
+        router: ActionRouter,
         messages: MessageStore,
         *,
         lanes_per_user_in_groups: bool = False,
@@ -52,7 +52,7 @@ class Conversation:
     ) -> None:
         self._settings = settings
         self._handler = handler
-        self._outbox = outbox
+        self._router = router
         self._messages = messages
         self._sleep = sleep
         self._lanes_per_user_in_groups = lanes_per_user_in_groups
@@ -141,7 +141,7 @@ class Conversation:
 
         async def perform(action: Action) -> ActionResult:
             nonlocal answered
-            result = await self._outbox.perform(action)
+            result = await self._router.perform(action)
             if result.ok and isinstance(action, (SendText, SendFile)) and not answered:
                 answered = True  # from here a restart must not answer this batch again
                 self._messages.mark_consumed(i.row_id for i in batch + handed)
@@ -185,7 +185,7 @@ class Conversation:
 
     async def _keep_typing(self, turn: Turn) -> None:
         while True:
-            await self._outbox.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
+            await self._router.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
             await self._sleep(self._settings.typing_interval_seconds)
 
     # --- commands ---
@@ -217,7 +217,7 @@ class Conversation:
 
     async def _say(self, inbound: Inbound, text: str) -> None:
         reply_to = None if inbound.is_private else inbound.message_id
-        await self._outbox.perform(SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id))
+        await self._router.perform(SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id))
 
 
 def _greeting(name: str) -> str:

@@ -35,7 +35,7 @@ class Turn:
     def thread_id(self) -> str | None:
         return self.batch[-1].thread_id
 
-    def tool_context(self, settings: "Settings", stores: "Stores") -> ToolContext:
+    def tool_context(self, settings: Settings, stores: Stores) -> ToolContext:
         """What the turn's tools may touch: this chat, this turn's delivery, the stores."""
         return ToolContext(
             chat=self.chat,

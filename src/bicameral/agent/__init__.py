@@ -1,0 +1,1 @@
+"""The agent loop and what it needs: runner, breakers, failure sentences, task briefs, session hygiene."""

@@ -1,0 +1,1 @@
+"""The conversation machinery every mode shares: lanes, turns, envelopes, the router."""

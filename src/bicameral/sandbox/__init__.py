@@ -1,1 +1,0 @@
-"""Running programs for tools: bounded, killable, never through a shell."""
