@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from bicameral.claude_code.supervision import CrashBudget, SessionIds, backoff_delay
+from bicameral.backoff import Backoff, backoff_delay
+from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.store import Stores
 
 
 def test_backoff_doubles_from_the_base_up_to_the_cap():
     assert [backoff_delay(2, 64, n) for n in range(1, 10)] == [2, 4, 8, 16, 32, 64, 64, 64, 64]
     assert backoff_delay(0.5, 3, 1) == 0.5 and backoff_delay(0.5, 3, 5) == 3
+
+
+def test_a_running_backoff_starts_over_after_a_success():
+    backoff = Backoff(1, 30)
+    assert [backoff.next() for _ in range(6)] == [1, 2, 4, 8, 16, 30]
+    backoff.reset()
+    assert backoff.next() == 1
 
 
 def test_only_crashes_inside_the_window_count():

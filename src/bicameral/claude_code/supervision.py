@@ -58,8 +58,3 @@ class CrashBudget:
     @property
     def recent(self) -> int:
         return len(self._times)
-
-
-def backoff_delay(base: float, cap: float, crashes_in_a_row: int) -> float:
-    """Seconds before respawning: `base` after the first crash, doubling with each one in a row, at most `cap`."""
-    return min(base * 2 ** max(crashes_in_a_row - 1, 0), cap)

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from bicameral.agent.breakers import Breakers
+from bicameral.backoff import backoff_delay
 from bicameral.claude_code.capture import WireCapture, capture_dir
 from bicameral.claude_code.failures import (
     Failure,
@@ -44,7 +45,7 @@ from bicameral.claude_code.stream import (
     UserReplay,
     parse_line,
 )
-from bicameral.claude_code.supervision import CrashBudget, SessionIds, backoff_delay
+from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.turn import (
     Prompt,
     TurnLedger,

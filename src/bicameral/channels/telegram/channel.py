@@ -21,6 +21,7 @@ from aiogram.exceptions import (
 from aiogram.methods import GetUpdates
 from aiogram.utils.token import TokenValidationError
 
+from bicameral.backoff import Backoff
 from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.config import Settings
 from bicameral.errors import ChannelStartError, ConfigError
@@ -111,7 +112,7 @@ class TelegramChannel:
     # --- receiving ---
 
     async def _poll(self, sink: InboundSink) -> None:
-        backoff = _Backoff()
+        backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
         timeout = self._settings.telegram_poll_timeout
         while True:
             try:
@@ -141,7 +142,7 @@ class TelegramChannel:
     async def _deliver(self, raw: Sequence[Any], sink: InboundSink) -> None:
         """Translate a batch, hand it to the sink, and only then move the offset past it."""
         batch = await self._translate_all(raw)
-        backoff = _Backoff()
+        backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
         while batch:
             try:
                 await sink(batch)
@@ -189,18 +190,3 @@ class _RawGetUpdates(GetUpdates):
     """getUpdates returning raw dicts, so one malformed update cannot fail the whole batch."""
 
     __returning__ = list[Any]
-
-
-class _Backoff:
-    """Delays of 1 s doubling to 30 s, reset after a success."""
-
-    def __init__(self) -> None:
-        self._delay = BACKOFF_START
-
-    def next(self) -> float:
-        delay = self._delay
-        self._delay = min(self._delay * 2, BACKOFF_MAX)
-        return delay
-
-    def reset(self) -> None:
-        self._delay = BACKOFF_START
