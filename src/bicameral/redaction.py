@@ -1,28 +1,45 @@
-"""Redact credentials from text before it is persisted or logged."""
+"""Redact credentials from text before it is persisted, logged or shown: the one redactor."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
+
+# Shorter configured values are too likely to occur in ordinary text to be replaced blindly.
+_MIN_SECRET_LENGTH = 6
 
 
 def scrub(text: str) -> str:
-    """Replace credentials in text with [REDACTED:<kind>] markers."""
+    """Replace anything that looks like a credential with a [REDACTED:<kind>] marker."""
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text
 
 
-def scrub_obj(obj: Any) -> Any:
-    """Return a copy of a JSON-like structure with every string value scrubbed."""
+class Redactor:
+    """Replaces the configured secret values, then anything that looks like a credential."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        # Longest first, so a secret that contains another is replaced whole.
+        self._secrets = sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return scrub(text)
+
+
+def scrub_obj(obj: Any, redact: Callable[[str], str] = scrub) -> Any:
+    """Return a copy of a JSON-like structure with every string value redacted."""
     if isinstance(obj, str):
-        return scrub(obj)
+        return redact(obj)
     if isinstance(obj, dict):
-        return {key: scrub_obj(value) for key, value in obj.items()}
+        return {key: scrub_obj(value, redact) for key, value in obj.items()}
     if isinstance(obj, list):
-        return [scrub_obj(item) for item in obj]
+        return [scrub_obj(item, redact) for item in obj]
     if isinstance(obj, tuple):
-        return tuple(scrub_obj(item) for item in obj)
+        return tuple(scrub_obj(item, redact) for item in obj)
     return obj
 
 
@@ -35,6 +52,10 @@ _B = r"(?<![A-Za-z0-9_-])"  # token boundary: not preceded by a token character
 
 def _redacted(kind: str) -> str:
     return f"[REDACTED:{kind}]"
+
+
+REDACTED = _redacted("secret")
+"""What a configured secret value becomes."""
 
 
 _RULES: list[tuple[re.Pattern[str], str]] = [

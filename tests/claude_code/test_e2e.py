@@ -62,7 +62,7 @@ async def test_dm_is_answered_through_the_mcp_tool(telegram, models, start_cc_bo
     for path in stored:
         assert API_KEY.encode() not in path.read_bytes(), path
     spawn_note = next(p for p in stored if p.name.endswith(".stderr.log")).read_text()
-    assert '"ANTHROPIC_API_KEY": "[REDACTED]"' in spawn_note
+    assert '"ANTHROPIC_API_KEY": "[REDACTED:secret]"' in spawn_note
 
 
 def said(req: Request) -> str:

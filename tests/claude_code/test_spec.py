@@ -167,7 +167,7 @@ def test_redaction_hides_keys_in_argv_and_env(tmp_path):
         resume=False,
     )
     shown = json.dumps({"argv": spec.redacted_argv(["sk-ant-secret-value-123"]), "env": spec.redacted_env()})
-    assert "sk-ant-secret-value-123" not in shown and "[REDACTED]" in shown
+    assert "sk-ant-secret-value-123" not in shown and "[REDACTED:secret]" in shown
 
 
 # --- plugins.json ---

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bicameral.redaction import scrub, scrub_obj
+from bicameral.redaction import Redactor, scrub_obj
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class WireCapture:
         self.stream_path = root / f"{session_id}{STREAM_SUFFIX}"
         self.stderr_path = root / f"{session_id}{STDERR_SUFFIX}"
         self.meta_path = root / f"{session_id}{META_SUFFIX}"
-        self._secrets = [s for s in secrets if s and len(s) >= 6]
+        self._redact = Redactor(secrets)
         self._clock = clock
         # Line-buffered appends: a crash of this process loses at most the line being written.
         self._stream = self.stream_path.open("a", encoding="utf-8", buffering=1)
@@ -79,17 +79,10 @@ class WireCapture:
     def _stamp(self) -> str:
         return datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="milliseconds")
 
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "[REDACTED]")
-        return scrub(text)
-
     def _redact_json(self, line: str) -> str:
-        for secret in self._secrets:
-            line = line.replace(secret, "[REDACTED]")
         try:
             obj = json.loads(line)
         except ValueError:
-            return scrub(line)  # not JSON: kept for the record, scrubbed as text
-        cleaned = scrub_obj(obj)
+            return self._redact(line)  # not JSON: kept for the record, redacted as text
+        cleaned = scrub_obj(obj, self._redact)
         return line if cleaned == obj else json.dumps(cleaned, ensure_ascii=False)

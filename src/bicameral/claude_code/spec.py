@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bicameral.errors import ForbiddenFlagError
 from bicameral.mcp.plugins import ToolGroups
+from bicameral.redaction import REDACTED, Redactor
 
 MCP_SERVER_NAME = "bicameral"
 MCP_NAMESPACE = f"mcp__{MCP_SERVER_NAME}"
@@ -76,14 +77,16 @@ class SpawnSpec:
 
     def redacted_argv(self, secrets: Iterable[str] = ()) -> list[str]:
         """The argv with secret values masked, for logs and capture files."""
-        return [_mask(arg, secrets) for arg in self.argv]
+        redact = Redactor(secrets)
+        return [redact(arg) for arg in self.argv]
 
     def redacted_env(self, secrets: Iterable[str] = ()) -> dict[str, str]:
         """The environment with credentials masked, for logs and capture files."""
+        redact = Redactor(secrets)
         shown = {}
         for key, value in sorted(self.env.items()):
             secret_name = any(word in key for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
-            shown[key] = "[REDACTED]" if secret_name and value else _mask(value, secrets)
+            shown[key] = REDACTED if secret_name and value else redact(value)
         return shown
 
 
@@ -194,10 +197,3 @@ def assert_safe(spec: SpawnSpec) -> None:
     for key, value in spec.env.items():
         if "DANGEROUSLY" in key and value:
             raise ForbiddenFlagError(f"{key} is refused in the executor's environment")
-
-
-def _mask(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, "[REDACTED]")
-    return text

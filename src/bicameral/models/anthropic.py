@@ -25,8 +25,8 @@ from bicameral.models.base import (
     Usage,
     parse_tool_input,
     read_image,
-    redact,
 )
+from bicameral.redaction import Redactor
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 _EPHEMERAL = {"type": "ephemeral"}
@@ -77,12 +77,12 @@ class AnthropicModel:
             raise _model_error(err, self._secrets(), self._timeout) from None
         except anthropic.AnthropicError as err:
             # e.g. CredentialsError: raised before any request is sent.
-            raise ModelError("auth", redact(f"Anthropic client error: {err}", self._secrets())) from None
+            raise ModelError("auth", Redactor(self._secrets())(f"Anthropic client error: {err}")) from None
         except httpx2.TimeoutException:
             raise ModelError("timeout", _timeout_text(self._timeout), retryable=True) from None
         except httpx2.TransportError as err:
             # The SDK wraps connect failures, but a connection dropped mid-stream surfaces raw.
-            text = redact(f"lost the connection to Anthropic mid-reply: {err}", self._secrets())
+            text = Redactor(self._secrets())(f"lost the connection to Anthropic mid-reply: {err}")
             raise ModelError("connection", text, retryable=True) from None
         if not reader.finished:
             # A stream cut off without an error event must not pass for a complete reply.
@@ -275,7 +275,7 @@ def _model_error(err: anthropic.APIError, secrets: list[str], timeout: float) ->
     if isinstance(err, anthropic.APIConnectionError):
         return ModelError("connection", "could not connect to the Anthropic API", retryable=True)
     if not isinstance(err, anthropic.APIStatusError):
-        return ModelError("server", redact(f"unexpected Anthropic response: {err.message}", secrets))
+        return ModelError("server", Redactor(secrets)(f"unexpected Anthropic response: {err.message}"))
     kind = _status_kind(err)
     # An error event mid-stream arrives on a 200 response; its body type is then the only clue.
     status = f"HTTP {err.status_code}" if err.status_code != 200 else "mid-stream"
@@ -283,7 +283,7 @@ def _model_error(err: anthropic.APIError, secrets: list[str], timeout: float) ->
     text = f"{_HEADLINES[kind]} ({status})" + (f": {detail}" if detail else "")
     if kind == "auth":
         text += "; check ANTHROPIC_API_KEY"
-    return ModelError(kind, redact(text, secrets), retryable=kind in _RETRYABLE)
+    return ModelError(kind, Redactor(secrets)(text), retryable=kind in _RETRYABLE)
 
 
 def _status_kind(err: anthropic.APIStatusError) -> str:

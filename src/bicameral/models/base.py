@@ -191,11 +191,3 @@ def parse_tool_input(raw: str) -> dict:
     except json.JSONDecodeError:
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_raw": raw}
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """`text` with every secret replaced, so error messages never carry an API key."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text

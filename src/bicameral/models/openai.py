@@ -26,8 +26,8 @@ from bicameral.models.base import (
     Usage,
     parse_tool_input,
     read_image,
-    redact,
 )
+from bicameral.redaction import Redactor
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK refuses to run without one.
@@ -82,7 +82,7 @@ class OpenAIModel:
         except httpx2.TimeoutException:
             raise ModelError("timeout", _timeout_text(self._timeout), retryable=True) from None
         except httpx2.TransportError as err:
-            text = redact(f"lost the connection to the OpenAI endpoint mid-reply: {err}", self._secrets())
+            text = Redactor(self._secrets())(f"lost the connection to the OpenAI endpoint mid-reply: {err}")
             raise ModelError("connection", text, retryable=True) from None
         for out in reader.finish():
             yield out
@@ -273,12 +273,12 @@ def _model_error(err: openai.APIError, secrets: list[str], timeout: float) -> Mo
     if not isinstance(err, openai.APIStatusError):
         # An error object inside an otherwise successful stream.
         text = f"{_HEADLINES['server']} mid-stream" + (f": {detail}" if detail else "")
-        return ModelError("server", redact(text, secrets), retryable=True)
+        return ModelError("server", Redactor(secrets)(text), retryable=True)
     kind = _status_kind(err)
     text = f"{_HEADLINES[kind]} (HTTP {err.status_code})" + (f": {detail}" if detail else "")
     if kind == "auth":
         text += "; check OPENAI_API_KEY"
-    return ModelError(kind, redact(text, secrets), retryable=kind in _RETRYABLE)
+    return ModelError(kind, Redactor(secrets)(text), retryable=kind in _RETRYABLE)
 
 
 def _status_kind(err: openai.APIStatusError) -> str:

@@ -8,7 +8,7 @@ import logging.handlers
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bicameral.redaction import scrub
+from bicameral.redaction import Redactor
 
 _NOISY = ("httpx", "httpx2", "httpcore", "aiogram", "aiohttp.access", "mcp", "anthropic", "openai", "uvicorn.access")
 _FORMAT = "%(asctime)s %(levelname)-5s %(name)-16s %(message)s"
@@ -19,13 +19,10 @@ class RedactingFilter(logging.Filter):
 
     def __init__(self, secrets: list[str]) -> None:
         super().__init__()
-        self._secrets = [s for s in secrets if len(s) >= 6]
+        self._redact = Redactor(secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        for secret in self._secrets:
-            message = message.replace(secret, "[REDACTED]")
-        record.msg, record.args = scrub(message), ()
+        record.msg, record.args = self._redact(record.getMessage()), ()
         return True
 
 

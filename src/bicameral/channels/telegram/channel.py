@@ -26,6 +26,7 @@ from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.config import Settings
 from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
+from bicameral.redaction import Redactor
 
 from .actions import ActionPerformer, Sleep
 from .media import AttachmentStore
@@ -60,6 +61,7 @@ class TelegramChannel:
             raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not set")
         self._token = settings.telegram_token.get_secret_value()
         self._settings = settings
+        self._redactor = Redactor([self._token])
         self._sleep = sleep
         session = session or AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
         try:
@@ -182,8 +184,8 @@ class TelegramChannel:
         return self._redact(f"{type(exc).__name__}: {detail}")
 
     def _redact(self, text: str) -> str:
-        # aiohttp errors can embed request URLs, and Bot API URLs contain the token.
-        return text.replace(self._token, "<token>")
+        # HTTP errors can embed request URLs, and Bot API URLs contain the token.
+        return self._redactor(text)
 
 
 class _RawGetUpdates(GetUpdates):
