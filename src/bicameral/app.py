@@ -176,6 +176,8 @@ class App:
                 await channel.stop()
             except Exception:
                 log.exception("channel %s did not stop cleanly", channel.name)
+        if hasattr(self, "gate"):
+            await self.gate.close()
         if hasattr(self, "conversation"):
             await self.conversation.close()
         if hasattr(self, "handler"):

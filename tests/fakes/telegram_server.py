@@ -535,6 +535,7 @@ class FakeTelegram:
         self._failures: dict[str, list[_Failure]] = {}
         self._reject_entities: dict[str, int] = {}
         self._custom: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        self._holds: dict[tuple[str, str], threading.Event] = {}
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -674,6 +675,7 @@ class FakeTelegram:
                 raise ApiError(401, "Unauthorized")
             if known is None and custom_name is None:
                 raise ApiError(404, "Not Found: method not found")
+            await self._wait_while_held(canonical, call.params)
             self._raise_scripted_failure(canonical)
             handler = custom_handler or known[1]  # type: ignore[index]
             result = handler(call.params)
@@ -727,6 +729,14 @@ class FakeTelegram:
                 if failure.times <= 0:
                     queue.pop(0)
                 raise ApiError(failure.status, failure.description, failure.retry_after)
+
+    async def _wait_while_held(self, method: str, params: dict[str, Any]) -> None:
+        """A held (method, chat) answers only once the test releases it: a slow Telegram."""
+        with self._lock:
+            held = self._holds.get((method.lower(), str(params.get("chat_id"))))
+        # The release comes from the test's thread, so poll the threading.Event.
+        while held is not None and not held.is_set() and not self._stopping:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
     def _wake_pollers(self) -> None:
         """Wake every waiting getUpdates; must run on the server loop."""
@@ -981,6 +991,13 @@ class FakeTelegram:
             description = f"Too Many Requests: retry after {retry_after}"
         with self._lock:
             self._failures.setdefault(method.lower(), []).append(_Failure(status, description, retry_after, times))
+
+    def hold(self, method: str, chat_id: int) -> threading.Event:
+        """Keep every `method` call for `chat_id` unanswered until the returned event is set."""
+        released = threading.Event()
+        with self._lock:
+            self._holds[(method.lower(), str(chat_id))] = released
+        return released
 
     def reject_entities_next(self, times: int = 1, *, method: str = "sendMessage") -> None:
         """Make the next `times` `method` calls that set parse_mode fail with "can't parse entities"."""

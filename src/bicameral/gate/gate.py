@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,6 +23,8 @@ log = logging.getLogger(__name__)
 
 PRIVATE_NOTICE = "This is a private assistant. Please contact its owner if you'd like access."
 RATE_NOTICE = "You're sending messages faster than I can read them. I'll pick up again in a minute."
+# Notices in flight at once; beyond this a flood of strangers gets no notice rather than a queue.
+MAX_PENDING_NOTICES = 32
 
 
 class Gate:
@@ -41,6 +45,12 @@ class Gate:
         self._router = router
         self._forward = forward
         self._ratelimiter = ratelimiter
+        self._notices: set[asyncio.Task[object]] = set()
+
+    @property
+    def access(self) -> AccessPolicy:
+        """The access policy in force (the owner's commands and tests change it through this)."""
+        return self._access
 
     async def __call__(self, batch: Sequence[Inbound]) -> None:
         accepted: list[Inbound] = []
@@ -62,7 +72,7 @@ class Gate:
             first = self._stores.unauthorized.record(inbound.chat, inbound.sender.id, inbound.sender.name, inbound.text)
             transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
             if first and inbound.is_private:
-                await self._router.perform(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
+                self._notify(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
             return None
         status = PENDING if inbound.addressed else IGNORED
         if status == PENDING and inbound.is_private and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
@@ -71,13 +81,31 @@ class Gate:
                 status = IGNORED
                 transcript.drop(inbound.chat, inbound.sender.name, "rate limited")
                 if verdict is Verdict.WARN:
-                    await self._router.perform(SendText(chat=inbound.chat, text=RATE_NOTICE))
+                    self._notify(SendText(chat=inbound.chat, text=RATE_NOTICE))
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)
             return None
         transcript.rx(inbound.chat, inbound.sender.name, inbound.message_id, inbound.text, edit=inbound.kind == "edit")
         return dataclasses.replace(inbound, row_id=row_id) if status == PENDING else None
+
+    def _notify(self, notice: SendText) -> None:
+        """Send a notice in the background: a slow or rate-limited send must never hold up intake."""
+        if len(self._notices) >= MAX_PENDING_NOTICES:
+            log.warning("notice to %s dropped: %d notices already in flight", notice.chat, len(self._notices))
+            return
+        task = asyncio.create_task(self._router.perform(notice), name=f"notice:{notice.chat}")
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
+    async def close(self) -> None:
+        """Cancel notices still in flight (at shutdown)."""
+        tasks = list(self._notices)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     def _clean(self, inbound: Inbound) -> Inbound:
         normalized = normalize(inbound.text)
