@@ -29,6 +29,7 @@ class _Lane:
     injected: list[Inbound] = field(default_factory=list)
     timer: asyncio.Task | None = None
     turn: asyncio.Task | None = None
+    turn_senders: frozenset[str] = frozenset()
     stop_requested: bool = False
 
     @property
@@ -128,6 +129,7 @@ class Conversation:
             return
         batch, lane.pending = lane.pending, []
         lane.stop_requested = False
+        lane.turn_senders = frozenset(i.sender.id for i in batch)
         lane.turn = asyncio.create_task(self._run_turn(lane, batch), name=f"turn:{lane.chat}")
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
@@ -190,7 +192,14 @@ class Conversation:
 
     # --- commands ---
 
+    def _may_manage(self, inbound: Inbound) -> bool:
+        """Whether the sender may stop others' work and reset the chat: DMs, the owner, group admins."""
+        return inbound.is_private or inbound.sender.is_admin or is_owner(inbound, self._settings.owner_id)
+
     async def _stop(self, lane: _Lane, inbound: Inbound) -> None:
+        if not self._may_manage(inbound):
+            await self._stop_own(lane, inbound)
+            return
         cancelled = list(lane.pending)
         lane.pending = []
         if lane.timer is not None:
@@ -201,7 +210,30 @@ class Conversation:
         self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
         await self._say(inbound, "Stopped." if running or cancelled else "Nothing is running.")
 
+    async def _stop_own(self, lane: _Lane, inbound: Inbound) -> None:
+        """A group member's /stop: their own waiting messages and a turn only they started, nothing else."""
+        me = inbound.sender.id
+        cancelled = [i for i in lane.pending if i.sender.id == me]
+        lane.pending = [i for i in lane.pending if i.sender.id != me]
+        if not lane.pending and lane.timer is not None:
+            lane.timer.cancel()
+        own_turn = lane.busy and lane.turn_senders == {me}
+        if own_turn:
+            await self._cancel_turn(lane)
+        self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
+        if own_turn or cancelled:
+            text = "Stopped."
+        elif lane.busy or lane.pending:
+            text = "Nothing of yours is running. Only the owner or a group admin can stop others' requests."
+        else:
+            text = "Nothing is running."
+        await self._say(inbound, text)
+
     async def _reset(self, lane: _Lane, inbound: Inbound) -> None:
+        if not self._may_manage(inbound):
+            self._messages.mark_consumed([inbound.row_id])
+            await self._say(inbound, "Only the owner or a group admin can reset this group's conversation.")
+            return
         await self._cancel_turn(lane)
         lane.pending = []
         self._handler.reset(lane.chat)
