@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import time
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -28,6 +29,7 @@ from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import ToolRegistry, discover_tools
+from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ class App:
         back_model: Model | None = None,
         front_model: Model | None = None,
         extra_tools: Sequence[Tool] = (),
+        clock: Clock = time.time,
     ) -> None:
         self.settings = settings
         self.channels = list(channels)
@@ -54,6 +57,7 @@ class App:
         self._given_models = (back_model, front_model)
         self._built_models: list[Model] = []
         self._extra_tools = tuple(extra_tools)
+        self._clock = clock
         self._stop_requested = asyncio.Event()
         self._started = False
         self._stopped = False
@@ -94,7 +98,7 @@ class App:
             typing_in_groups=not two_chambers,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
-        limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)
+        limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(settings, access, self.stores, self.router, self.conversation.submit, limiter)
 
         await self.handler.start()

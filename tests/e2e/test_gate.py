@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import Callable
 
+import pytest
+
+from bicameral.app import App
+from bicameral.channels.telegram import TelegramChannel
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
 from tests.fakes.telegram_server import FakeTelegram
@@ -126,3 +131,74 @@ async def test_a_members_reset_of_the_group_is_refused(telegram, models, start_b
     sent = await telegram.await_sent(GROUP, 3)
     assert sent[2]["text"].startswith("Fresh start")
     assert app.stores.sessions.load(f"telegram:{GROUP}") == []
+
+
+# --- 8.11: groups have a rate limit too ---
+
+
+@pytest.fixture
+async def start_at_noon(make_settings):
+    """An assistant whose clock stands still, so a flood cannot straddle two rate-limit minutes."""
+    apps: list[App] = []
+
+    async def start(**overrides) -> App:
+        settings = make_settings(**overrides)
+        app = App(settings, [TelegramChannel(settings)], clock=lambda: 1_800_000_000.0)
+        await app.start()
+        app.gate.access.save(app.gate.access.config.model_copy(update={"policy": "open"}))
+        apps.append(app)
+        return app
+
+    yield start
+    for app in apps:
+        await app.stop()
+
+
+def group_rows(app: App, chat_id: int = GROUP) -> list[tuple[str, str, str]]:
+    """(sender id, text, status) of the group's inbound rows, oldest first."""
+    conn = sqlite3.connect(app.settings.db_path, timeout=5)
+    try:
+        query = "SELECT sender_id, text, status FROM messages WHERE direction = 'in' AND chat = ? ORDER BY id"
+        return [tuple(r) for r in conn.execute(query, (f"telegram:{chat_id}",))]
+    finally:
+        conn.close()
+
+
+def rate_notices(telegram: FakeTelegram) -> list[str]:
+    texts = [m["text"] for m in telegram.sent_messages(GROUP)]
+    return [t for t in texts if "faster than I can read" in t or "more than I can read" in t]
+
+
+async def test_one_member_flooding_a_group_is_limited_and_the_owner_still_passes(telegram, models, start_at_noon):
+    models.responder(lambda req: Reply(text="ok"))
+    app = await start_at_noon(debounce_ms=0, group_member_rate_limit_per_min=3, group_rate_limit_per_min=100)
+    for i in range(8):
+        in_group(telegram, f"@bicameral_test_bot flood {i}", MEMBER)
+    await eventually(lambda: len(group_rows(app)) == 8, "all eight stored")
+    in_group(telegram, "@bicameral_test_bot owner question", OWNER, "Owner")
+    await eventually(lambda: any("owner question" in r.last_user_text() for r in models.requests), "the owner's turn")
+    rows = group_rows(app)
+    flood = [status for sender, _, status in rows if sender == str(MEMBER)]
+    assert flood.count("ignored") == 5
+    await eventually(lambda: rate_notices(telegram), "the rate notice")
+    assert len(rate_notices(telegram)) == 1
+    assert not any(f"flood {i}" in r.last_user_text() for r in models.requests for i in range(3, 8))
+
+
+async def test_many_members_flooding_a_group_hit_the_group_limit(telegram, models, start_at_noon):
+    models.responder(lambda req: Reply(text="ok"))
+    app = await start_at_noon(debounce_ms=0, group_member_rate_limit_per_min=3, group_rate_limit_per_min=4)
+    for member in range(7):
+        in_group(telegram, f"@bicameral_test_bot hello from {member}", 3000 + member, f"M{member}")
+    await eventually(lambda: len(group_rows(app)) == 7, "all seven stored")
+    in_group(telegram, "@bicameral_test_bot owner question", OWNER, "Owner")
+    await eventually(lambda: any("owner question" in r.last_user_text() for r in models.requests), "the owner's turn")
+    statuses = [status for sender, _, status in group_rows(app) if sender != str(OWNER)]
+    assert statuses.count("ignored") == 3
+    await eventually(lambda: rate_notices(telegram), "the group's rate notice")
+    assert len(rate_notices(telegram)) == 1
+    # Another group has its own budget.
+    telegram.user_sends(GROUP - 1, "@bicameral_test_bot hi", user_id=4000, chat_type="supergroup")
+    other = GROUP - 1
+    accepted = (["pending"], ["consumed"])
+    await eventually(lambda: [r[2] for r in group_rows(app, other)] in accepted, "the other group's message accepted")

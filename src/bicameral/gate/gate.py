@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 PRIVATE_NOTICE = "This is a private assistant. Please contact its owner if you'd like access."
 RATE_NOTICE = "You're sending messages faster than I can read them. I'll pick up again in a minute."
+GROUP_RATE_NOTICE = "This group is sending me more than I can read. I'll pick up again in a minute."
 # Notices in flight at once; beyond this a flood of strangers gets no notice rather than a queue.
 MAX_PENDING_NOTICES = 32
 
@@ -75,19 +76,32 @@ class Gate:
                 self._notify(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
             return None
         status = PENDING if inbound.addressed else IGNORED
-        if status == PENDING and inbound.is_private and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
-            verdict = self._ratelimiter.check(inbound.sender.id)
+        if status == PENDING and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
+            verdict, notice = self._rate_check(inbound)
             if verdict is not Verdict.ALLOW:
                 status = IGNORED
                 transcript.drop(inbound.chat, inbound.sender.name, "rate limited")
                 if verdict is Verdict.WARN:
-                    self._notify(SendText(chat=inbound.chat, text=RATE_NOTICE))
+                    reply_to = None if inbound.is_private else inbound.message_id
+                    self._notify(SendText(inbound.chat, notice, reply_to=reply_to, thread_id=inbound.thread_id))
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)
             return None
         transcript.rx(inbound.chat, inbound.sender.name, inbound.message_id, inbound.text, edit=inbound.kind == "edit")
         return dataclasses.replace(inbound, row_id=row_id) if status == PENDING else None
+
+    def _rate_check(self, inbound: Inbound) -> tuple[Verdict, str]:
+        """A DM counts against its sender; a group message against its sender there, then the group."""
+        assert self._ratelimiter is not None
+        settings = self._settings
+        if inbound.is_private:
+            return self._ratelimiter.check(inbound.sender.id), RATE_NOTICE
+        member = self._ratelimiter.check(f"{inbound.chat}|{inbound.sender.id}", settings.group_member_rate_limit_per_min)
+        if member is not Verdict.ALLOW:
+            # A member over their own limit does not also use up the group's budget.
+            return member, RATE_NOTICE
+        return self._ratelimiter.check(inbound.chat, settings.group_rate_limit_per_min), GROUP_RATE_NOTICE
 
     def _notify(self, notice: SendText) -> None:
         """Send a notice in the background: a slow or rate-limited send must never hold up intake."""
