@@ -99,7 +99,7 @@ class App:
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
-        self.gate = Gate(settings, access, self.stores, self.router, self.conversation.submit, limiter)
+        self.gate = Gate(settings, access, self.stores, self.router, self.conversation.submit, limiter, clock=self._clock)
 
         await self.handler.start()
         for channel in self.channels:

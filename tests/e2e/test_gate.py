@@ -16,6 +16,7 @@ from tests.fakes.model_server import Reply
 from tests.fakes.telegram_server import FakeTelegram
 
 STRANGER = 777
+NOON = 1_800_000_000.0
 GROUP = -100555
 
 
@@ -141,11 +142,11 @@ async def start_at_noon(make_settings):
     """An assistant whose clock stands still, so a flood cannot straddle two rate-limit minutes."""
     apps: list[App] = []
 
-    async def start(**overrides) -> App:
+    async def start(clock: Callable[[], float] = lambda: NOON, policy: str = "open", **overrides) -> App:
         settings = make_settings(**overrides)
-        app = App(settings, [TelegramChannel(settings)], clock=lambda: 1_800_000_000.0)
+        app = App(settings, [TelegramChannel(settings)], clock=clock)
         await app.start()
-        app.gate.access.save(app.gate.access.config.model_copy(update={"policy": "open"}))
+        app.gate.access.save(app.gate.access.config.model_copy(update={"policy": policy}))
         apps.append(app)
         return app
 
@@ -202,3 +203,48 @@ async def test_many_members_flooding_a_group_hit_the_group_limit(telegram, model
     other = GROUP - 1
     accepted = (["pending"], ["consumed"])
     await eventually(lambda: [r[2] for r in group_rows(app, other)] in accepted, "the other group's message accepted")
+
+
+# --- 8.8: refused traffic is capped, pruned, and summed up for the owner ---
+
+
+class Clock:
+    """A wall clock the test moves by hand."""
+
+    def __init__(self, now: float = NOON) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_refused_messages_are_capped_and_truncated(telegram, models, start_at_noon):
+    app = await start_at_noon(policy="owner_only", refused_keep=5)
+    for i in range(7):
+        telegram.user_sends(STRANGER, f"spam {i} " + "x" * 5000)
+    await eventually(lambda: app.stores.unauthorized.texts()[-1:] and "spam 6" in app.stores.unauthorized.texts()[-1],
+                     "the last refused message stored")
+    texts = app.stores.unauthorized.texts()
+    assert [t.split()[1] for t in texts] == ["2", "3", "4", "5", "6"]
+    assert all(len(t) <= 501 for t in texts)
+    assert len(telegram.sent_messages(STRANGER)) == 1  # one notice, however much they send
+    assert models.requests == []
+
+
+async def test_the_owner_gets_a_digest_of_refused_senders_at_most_once_per_period(telegram, models, start_at_noon):
+    clock = Clock()
+    await start_at_noon(clock=clock, policy="owner_only", refused_digest_interval_seconds=3600)
+    telegram.user_sends(STRANGER, "let me in", first_name="Mallory")
+    first = await telegram.await_sent(OWNER, 1)
+    assert "Mallory" in first[0]["text"] and str(STRANGER) in first[0]["text"]
+    telegram.user_sends(STRANGER + 1, "me too", first_name="Trudy")
+    telegram.user_sends(STRANGER, "hello??", first_name="Mallory")
+    await telegram.await_sent(STRANGER + 1, 1)  # Trudy's refusal was handled
+    assert len(telegram.sent_messages(OWNER)) == 1  # within the hour: no second digest
+    clock.now += 3601
+    telegram.user_sends(GROUP, "anyone here?", user_id=999, first_name="Eve", chat_type="supergroup", chat_title="Spam")
+    second = await telegram.await_sent(OWNER, 2)
+    digest = second[1]["text"]
+    assert "Trudy" in digest and "Spam" in digest and "Mallory" in digest
+    assert "1 message" in digest  # Mallory's one message since the first digest
+    assert len(telegram.sent_messages(GROUP)) == 0  # a refused group gets no notice

@@ -6,24 +6,28 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from bicameral.config import Settings
 from bicameral.conversation.router import ActionRouter
-from bicameral.events import Inbound, SendText, is_owner
+from bicameral.events import Inbound, SendText, chat_key, is_owner
 from bicameral.gate.access import AccessPolicy
+from bicameral.gate.digest import refused_digest
 from bicameral.gate.normalize import normalize
 from bicameral.gate.ratelimit import RateLimiter, Verdict
 from bicameral.observe import transcript
 from bicameral.redaction import scrub
 from bicameral.store import Stores
 from bicameral.store.messages import IGNORED, PENDING
+from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
 
 PRIVATE_NOTICE = "This is a private assistant. Please contact its owner if you'd like access."
 RATE_NOTICE = "You're sending messages faster than I can read them. I'll pick up again in a minute."
 GROUP_RATE_NOTICE = "This group is sending me more than I can read. I'll pick up again in a minute."
+REFUSED_TEXT_CHARS = 500  # of a refused message, enough to recognise it, not to store a payload
 # Notices in flight at once; beyond this a flood of strangers gets no notice rather than a queue.
 MAX_PENDING_NOTICES = 32
 
@@ -39,6 +43,7 @@ class Gate:
         router: ActionRouter,
         forward: Callable[[Inbound], Awaitable[None]],
         ratelimiter: RateLimiter | None = None,
+        clock: Clock = time.time,
     ) -> None:
         self._settings = settings
         self._access = access
@@ -46,6 +51,7 @@ class Gate:
         self._router = router
         self._forward = forward
         self._ratelimiter = ratelimiter
+        self._clock = clock
         self._notices: set[asyncio.Task[object]] = set()
 
     @property
@@ -70,10 +76,7 @@ class Gate:
     async def _admit(self, inbound: Inbound) -> Inbound | None:
         inbound = self._clean(inbound)
         if not self._access.allows(inbound):
-            first = self._stores.unauthorized.record(inbound.chat, inbound.sender.id, inbound.sender.name, inbound.text)
-            transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
-            if first and inbound.is_private:
-                self._notify(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
+            self._refuse(inbound)
             return None
         status = PENDING if inbound.addressed else IGNORED
         if status == PENDING and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
@@ -90,6 +93,29 @@ class Gate:
             return None
         transcript.rx(inbound.chat, inbound.sender.name, inbound.message_id, inbound.text, edit=inbound.kind == "edit")
         return dataclasses.replace(inbound, row_id=row_id) if status == PENDING else None
+
+    def _refuse(self, inbound: Inbound) -> None:
+        """Keep a bounded record of the refused message, tell a DM once, and send the owner a digest when due."""
+        settings, now = self._settings, self._clock()
+        unauthorized = self._stores.unauthorized
+        first = unauthorized.record(
+            inbound.chat,
+            inbound.sender.id,
+            inbound.sender.name,
+            inbound.text,
+            title=None if inbound.is_private else inbound.chat_title or inbound.chat,
+            keep=settings.refused_keep,
+            max_chars=REFUSED_TEXT_CHARS,
+            now=now,
+        )
+        transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
+        if first and inbound.is_private:
+            self._notify(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
+        if settings.owner_id is None:
+            return
+        refused = unauthorized.take_digest(now, settings.refused_digest_interval_seconds)
+        if refused:
+            self._notify(SendText(chat=chat_key(inbound.channel, settings.owner_id), text=refused_digest(refused)))
 
     def _rate_check(self, inbound: Inbound) -> tuple[Verdict, str]:
         """A DM counts against its sender; a group message against its sender there, then the group."""
