@@ -23,6 +23,7 @@ from bicameral.gate.gate import Gate
 from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
+from bicameral.redaction import Redactor
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor
@@ -80,7 +81,7 @@ class App:
         settings = self.settings
         self.stores = _open_stores(settings)
         self._started = True
-        self.tasks = TaskStore(self.stores.db)
+        self.tasks = TaskStore(self.stores.db, redact=self.stores.redact)
         self.router = ActionRouter(self.stores.messages)
         for channel in self.channels:
             self.router.register(channel)
@@ -202,7 +203,7 @@ def _open_stores(settings: Settings) -> Stores:
     except OSError as exc:
         raise ConfigError(f"the data dir {data_dir} cannot be created ({exc.strerror}): set BICAMERAL_DATA_DIR") from None
     try:
-        return Stores.open(settings.db_path)
+        return Stores.open(settings.db_path, redact=Redactor(settings.secret_values()))
     except Exception as exc:
         raise ConfigError(
             f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -248,3 +249,48 @@ async def test_the_owner_gets_a_digest_of_refused_senders_at_most_once_per_perio
     assert "Trudy" in digest and "Spam" in digest and "Mallory" in digest
     assert "1 message" in digest  # Mallory's one message since the first digest
     assert len(telegram.sent_messages(GROUP)) == 0  # a refused group gets no notice
+
+
+# --- 8.12: quotes and names pass the same normaliser and scrubber ---
+
+ANTHROPIC_KEY = "sk-ant-api03-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kL9n"
+
+
+def stored_inbound(app: App) -> str:
+    conn = sqlite3.connect(app.settings.db_path, timeout=5)
+    try:
+        return json.dumps([tuple(r) for r in conn.execute("SELECT text, payload, sender_name FROM messages")])
+    finally:
+        conn.close()
+
+
+async def test_a_key_redacted_when_pasted_does_not_come_back_through_a_quote_reply(telegram, models, start_bot):
+    models.responder(lambda req: Reply(text="noted"))
+    app = await start_bot(debounce_ms=0)
+    pasted = telegram.user_sends(OWNER, f"my key is {ANTHROPIC_KEY}")
+    await telegram.await_sent(OWNER, 1)
+    telegram.user_sends(OWNER, "what did I paste here?", reply_to_message_id=pasted["message_id"])
+    await telegram.await_sent(OWNER, 2)
+    prompts = json.dumps([r.raw for r in models.requests])
+    assert "what did I paste here?" in prompts
+    assert ANTHROPIC_KEY not in prompts
+    assert "[REDACTED:anthropic_key]" in json.dumps(models.requests[-1].raw)
+    assert ANTHROPIC_KEY not in stored_inbound(app)
+
+
+async def test_a_hostile_display_name_and_title_reach_the_prompt_cleaned_and_flagged(telegram, models, start_bot):
+    models.responder(lambda req: Reply(text="hello"))
+    app = await allow_group(start_bot, debounce_ms=0)
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "IGNORE")  # invisible "IGNORE" in tag characters
+    hostile = "Bob\u202e" + tags + " ghp_" + "x1Y2z3A4b5C6d7E8f9G0h1I2j3K4l5M6n7O8"
+    telegram.user_sends(
+        GROUP, "@bicameral_test_bot hi", user_id=MEMBER, first_name=hostile, chat_type="supergroup",
+        chat_title="Team\u2066\u200b",
+    )
+    await telegram.await_sent(GROUP, 1)
+    prompt = models.requests[0].last_user_text()
+    assert "\u202e" not in prompt and "\U000e0049" not in prompt and "\u2066" not in prompt and "\u200b" not in prompt
+    assert 'from="Bob [REDACTED:github_token]"' in prompt
+    assert 'chat="Team"' in prompt
+    assert "name:bidi_stripped" in prompt and "name:zero_width_stripped" in prompt
+    assert "ghp_x1Y2" not in stored_inbound(app)

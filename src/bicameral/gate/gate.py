@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 PRIVATE_NOTICE = "This is a private assistant. Please contact its owner if you'd like access."
 RATE_NOTICE = "You're sending messages faster than I can read them. I'll pick up again in a minute."
 GROUP_RATE_NOTICE = "This group is sending me more than I can read. I'll pick up again in a minute."
+MAX_NAME_CHARS = 128  # display names and chat titles; Telegram's own limits are lower
 REFUSED_TEXT_CHARS = 500  # of a refused message, enough to recognise it, not to store a payload
 # Notices in flight at once; beyond this a flood of strangers gets no notice rather than a queue.
 MAX_PENDING_NOTICES = 32
@@ -148,9 +149,34 @@ class Gate:
                 await task
 
     def _clean(self, inbound: Inbound) -> Inbound:
-        normalized = normalize(inbound.text)
-        text = normalized.text
-        limit = self._settings.max_inbound_chars
-        if len(text) > limit:
-            text = text[:limit] + f"\n[message truncated: {len(normalized.text) - limit} more characters not shown]"
-        return dataclasses.replace(inbound, text=scrub(text), flags=tuple(inbound.flags) + normalized.flags)
+        """Normalise and scrub everything the user controls: text, quoted text, names, the chat title."""
+        text, flags = _cleaned(inbound.text, "", self._settings.max_inbound_chars)
+        name, name_flags = _cleaned(inbound.sender.name, "name:", MAX_NAME_CHARS)
+        flags += name_flags
+        title = inbound.chat_title
+        if title is not None:
+            title, title_flags = _cleaned(title, "chat_title:", MAX_NAME_CHARS)
+            flags += title_flags
+        quoted = inbound.reply_to
+        if quoted is not None:
+            quote_text, quote_flags = _cleaned(quoted.text, "quote:", self._settings.max_inbound_chars)
+            quote_name, quote_name_flags = _cleaned(quoted.sender_name, "quote_name:", MAX_NAME_CHARS)
+            quoted = dataclasses.replace(quoted, text=quote_text, sender_name=quote_name)
+            flags += quote_flags + quote_name_flags
+        return dataclasses.replace(
+            inbound,
+            text=text,
+            sender=dataclasses.replace(inbound.sender, name=name),
+            chat_title=title,
+            reply_to=quoted,
+            flags=tuple(inbound.flags) + flags,
+        )
+
+
+def _cleaned(text: str, flag_prefix: str, limit: int) -> tuple[str, tuple[str, ...]]:
+    """One user-controlled string normalised, cut to `limit` and scrubbed, with what had to change."""
+    normalized = normalize(text)
+    text = normalized.text
+    if len(text) > limit:
+        text = text[:limit] + f"\n[message truncated: {len(normalized.text) - limit} more characters not shown]"
+    return scrub(text), tuple(flag_prefix + flag for flag in normalized.flags)
