@@ -193,8 +193,8 @@ class App:
         log.info("stopped")
 
 
-def _open_stores(settings: Settings) -> Stores:
-    """The SQLite stores under the data dir, or a ConfigError that says what to fix."""
+def prepare_data_dir(settings: Settings) -> None:
+    """Create the data dir, or raise a ConfigError that says what to fix."""
     data_dir = settings.data_dir
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -202,6 +202,12 @@ def _open_stores(settings: Settings) -> Stores:
         raise ConfigError(f"the data dir {data_dir} is a file, not a directory: set BICAMERAL_DATA_DIR to a directory") from None
     except OSError as exc:
         raise ConfigError(f"the data dir {data_dir} cannot be created ({exc.strerror}): set BICAMERAL_DATA_DIR") from None
+
+
+def _open_stores(settings: Settings) -> Stores:
+    """The SQLite stores under the data dir, or a ConfigError that says what to fix."""
+    prepare_data_dir(settings)
+    data_dir = settings.data_dir
     try:
         return Stores.open(settings.db_path, redact=Redactor(settings.secret_values()))
     except Exception as exc:
