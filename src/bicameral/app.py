@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import tempfile
 import time
 from collections.abc import Sequence
 from types import TracebackType
@@ -202,6 +203,13 @@ def prepare_data_dir(settings: Settings) -> None:
         raise ConfigError(f"the data dir {data_dir} is a file, not a directory: set BICAMERAL_DATA_DIR to a directory") from None
     except OSError as exc:
         raise ConfigError(f"the data dir {data_dir} cannot be created ({exc.strerror}): set BICAMERAL_DATA_DIR") from None
+    try:
+        with tempfile.TemporaryFile(dir=data_dir):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"the data dir {data_dir} is not writable ({exc.strerror}): make it writable or set BICAMERAL_DATA_DIR"
+        ) from None
 
 
 def _open_stores(settings: Settings) -> Stores:
