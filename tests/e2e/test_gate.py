@@ -295,3 +295,13 @@ async def test_a_hostile_display_name_and_title_reach_the_prompt_cleaned_and_fla
     assert 'chat="Team"' in prompt
     assert "name:bidi_stripped" in prompt and "name:zero_width_stripped" in prompt
     assert "ghp_x1Y2" not in stored_inbound(app)
+
+
+async def test_in_two_chamber_mode_the_owners_stop_stops_a_members_turn(telegram, models, start_bot):
+    models.script(Reply(text="never delivered", latency=5.0), model="front")
+    await allow_group(start_bot, mode="bicameral", delivery_pause_scale=0, debounce_ms=0)
+    in_group(telegram, "@bicameral_test_bot write me an essay", MEMBER)
+    await models.await_requests(1)
+    in_group(telegram, "/stop", OWNER, "Owner")
+    sent = await telegram.await_sent(GROUP, 1)
+    assert sent[0]["text"] == "Stopped."

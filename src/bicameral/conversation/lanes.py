@@ -200,12 +200,16 @@ class Conversation:
         if not self._may_manage(inbound):
             await self._stop_own(lane, inbound)
             return
-        cancelled = list(lane.pending)
-        lane.pending = []
-        if lane.timer is not None:
-            lane.timer.cancel()
-        running = lane.busy
-        await self._cancel_turn(lane)
+        cancelled: list[Inbound] = []
+        running = False
+        # With a lane per person in groups, the owner's /stop reaches everyone's lane in the chat.
+        for each in [other for other in self._lanes.values() if other.chat == lane.chat]:
+            cancelled += each.pending
+            each.pending = []
+            if each.timer is not None:
+                each.timer.cancel()
+            running = each.busy or running
+            await self._cancel_turn(each)
         running = await self._handler.interrupt(lane.chat) or running
         self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
         await self._say(inbound, "Stopped." if running or cancelled else "Nothing is running.")
