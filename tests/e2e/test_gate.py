@@ -305,3 +305,33 @@ async def test_in_two_chamber_mode_the_owners_stop_stops_a_members_turn(telegram
     in_group(telegram, "/stop", OWNER, "Owner")
     sent = await telegram.await_sent(GROUP, 1)
     assert sent[0]["text"] == "Stopped."
+
+
+ADMIN = 2003
+
+
+def members_and_admins(params: dict) -> dict:
+    """getChatMember as Telegram answers it: ADMIN administers GROUP, everyone else is a member."""
+    user_id = int(params["user_id"])
+    status = "administrator" if user_id == ADMIN and int(params["chat_id"]) == GROUP else "member"
+    return {"status": status, "user": {"id": user_id, "is_bot": False, "first_name": "X"}}
+
+
+async def test_a_group_admin_may_reset_the_group_and_a_member_may_not(telegram, models, start_bot):
+    telegram.register_method("getChatMember", members_and_admins)
+    app = await allow_group(start_bot, debounce_ms=0)
+    in_group(telegram, "/reset", MEMBER)
+    sent = await telegram.await_sent(GROUP, 1)
+    assert "only the owner" in sent[0]["text"].lower()
+    in_group(telegram, "/reset", ADMIN, "Ada")
+    sent = await telegram.await_sent(GROUP, 2)
+    assert sent[1]["text"].startswith("Fresh start")
+    assert app.stores.sessions.load(f"telegram:{GROUP}") == []
+
+
+async def test_when_telegram_cannot_say_who_is_admin_a_members_reset_is_refused_not_lost(telegram, models, start_bot):
+    telegram.fail_next("getChatMember", status=500, times=5)
+    await allow_group(start_bot, debounce_ms=0)
+    in_group(telegram, "/reset", ADMIN, "Ada")
+    sent = await telegram.await_sent(GROUP, 1)
+    assert "only the owner" in sent[0]["text"].lower()
