@@ -335,3 +335,20 @@ async def test_when_telegram_cannot_say_who_is_admin_a_members_reset_is_refused_
     in_group(telegram, "/reset", ADMIN, "Ada")
     sent = await telegram.await_sent(GROUP, 1)
     assert "only the owner" in sent[0]["text"].lower()
+
+
+async def test_a_held_command_reply_does_not_delay_the_owner(telegram, models, start_bot):
+    models.script(Reply(text="owner answered"))
+    await allow_group(start_bot, debounce_ms=0)
+    released = telegram.hold("sendMessage", GROUP)
+    try:
+        in_group(telegram, "/reset", MEMBER)
+        await eventually(lambda: calls_to_chat(telegram, "sendMessage", GROUP), "the refusal to be sent")
+        telegram.user_sends(OWNER, "ping")
+        sent = await telegram.await_sent(OWNER, 1, timeout=15)
+        assert sent[0]["text"] == "owner answered"
+        assert telegram.sent_messages(GROUP) == []
+    finally:
+        released.set()
+    refusal = await telegram.await_sent(GROUP, 1)
+    assert "only the owner" in refusal[0]["text"].lower()

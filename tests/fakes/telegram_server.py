@@ -556,6 +556,7 @@ class FakeTelegram:
             "sendPhoto": self._m_send_photo,
             "sendDocument": self._m_send_document,
             "getFile": self._m_get_file,
+            "getChatMember": self._m_get_chat_member,
             "setMyCommands": self._m_set_my_commands,
             "getMyCommands": lambda p: copy.deepcopy(self._commands),
             "deleteMyCommands": self._m_delete_my_commands,
@@ -1431,6 +1432,14 @@ class FakeTelegram:
             "file_size": len(stored.data),
             "file_path": stored.file_path,
         }
+
+    def _m_get_chat_member(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Everyone is a plain member unless a test registers its own getChatMember."""
+        self._chat_id(params)
+        user_id = _opt_int(params, "user_id")
+        if user_id is None:
+            raise _bad("user_id is required")
+        return {"status": "member", "user": {"id": user_id, "is_bot": False, "first_name": "Member"}}
 
     def _m_set_my_commands(self, params: dict[str, Any]) -> bool:
         commands = _opt_json(params, "commands")

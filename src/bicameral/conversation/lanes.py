@@ -61,6 +61,7 @@ class Conversation:
         self._lanes: dict[str, _Lane] = {}
         self._slots = asyncio.Semaphore(settings.max_concurrent_turns)
         self._closing = False
+        self._replies: set[asyncio.Task[ActionResult]] = set()
 
     # --- public surface ---
 
@@ -99,7 +100,9 @@ class Conversation:
     async def close(self) -> None:
         """Cancel timers and running turns; unanswered messages stay pending for the next start."""
         self._closing = True
-        tasks = []
+        tasks: list[asyncio.Task] = list(self._replies)
+        for reply in tasks:
+            reply.cancel()
         for lane in self._lanes.values():
             for task in (lane.timer, lane.turn):
                 if task is not None and not task.done():
@@ -252,8 +255,12 @@ class Conversation:
                 await asyncio.wait_for(asyncio.shield(lane.turn), _STOP_GRACE_SECONDS)
 
     async def _say(self, inbound: Inbound, text: str) -> None:
+        """Answer a command in the background: a slow or rate-limited send must not hold up intake."""
         reply_to = None if inbound.is_private else inbound.message_id
-        await self._router.perform(SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id))
+        action = SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id)
+        reply = asyncio.create_task(self._router.perform(action), name=f"command-reply:{inbound.chat}")
+        self._replies.add(reply)
+        reply.add_done_callback(self._replies.discard)
 
 
 def _greeting(name: str) -> str:
