@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     max_concurrent_turns: int = Field(default=64, ge=1)
     max_inbound_chars: int = Field(default=16000, ge=100)
     rate_limit_per_min: int = Field(default=20, ge=0)
+    group_member_rate_limit_per_min: int = Field(default=10, ge=0)
+    group_rate_limit_per_min: int = Field(default=30, ge=0)
+    refused_keep: int = Field(default=1000, ge=1)
+    refused_digest_interval_seconds: float = Field(default=3600.0, ge=0)
 
     # --- two chambers (bicameral mode) ---
     front_max_tokens: int = Field(default=1000, ge=64)
