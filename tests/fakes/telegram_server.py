@@ -1,8 +1,8 @@
 """A fake Telegram Bot API server speaking the real HTTP wire format, for tests.
 
 The server runs aiohttp in its own thread and event loop, so sync tests, async
-tests and bot subprocesses can all talk to it. Point aiogram at it with
-``AiohttpSession(api=TelegramAPIServer.from_base(fake.url))``.
+tests and bot subprocesses can all talk to it. Point python-telegram-bot at it with
+``Bot(token, base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")``.
 
 Every public method is thread-safe: shared state lives behind one lock, and
 long-polling ``getUpdates`` requests are woken via ``call_soon_threadsafe``.
@@ -973,7 +973,7 @@ class FakeTelegram:
     ) -> None:
         """Make the next `times` calls of `method` ("*" = any method) fail; retry_after is sent only for 429."""
         if status != 429:
-            # aiogram maps any response carrying retry_after to TelegramRetryAfter, so keep it 429-only.
+            # Clients map any response carrying retry_after to a rate-limit error, so keep it 429-only.
             retry_after = None
             if description == "Too Many Requests: retry after 1":
                 description = _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")

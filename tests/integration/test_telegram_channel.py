@@ -402,7 +402,7 @@ async def test_react_typing_edit_delete(fake: FakeTelegram, channel: TelegramCha
 
 async def test_platform_errors_are_results_not_exceptions(fake: FakeTelegram, channel: TelegramChannel) -> None:
     result = await channel.perform(React(f"telegram:{DM}", "999", "👍"))
-    assert not result.ok and "MESSAGE_ID_INVALID" in (result.error or "")
+    assert not result.ok and "message_id_invalid" in (result.error or "").lower()
     result = await channel.perform(SendText("telegram:not-a-number", "x"))
     assert not result.ok and "chat id" in (result.error or "")
     fake.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked by the user")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from aiogram import Bot
+from telegram import Bot
 
 from bicameral.config import Settings
 from bicameral.events import Attachment
@@ -62,7 +62,7 @@ class AttachmentStore:
             # Download beside the target and rename, so a broken transfer never leaves a half file.
             partial = dest.with_name(dest.name + ".part")
             try:
-                await self._bot.download_file(file.file_path, destination=partial)
+                await file.download_to_drive(partial)
                 partial.replace(dest)
             finally:
                 partial.unlink(missing_ok=True)
@@ -76,7 +76,6 @@ class AttachmentStore:
             name=name,
             size=dest.stat().st_size,
         )
-
     def destination(self, ref: MediaRef) -> Path:
         """Where `ref` is saved; always inside attachments_dir, whatever the names contain."""
         root = self._settings.attachments_dir
