@@ -519,6 +519,7 @@ class FakeTelegram:
         self._next_update_id = FIRST_UPDATE_ID
         self._acked_offset = 0
         self._poll_generation = 0
+        self._polls_at_once = False
 
         self._chats: dict[int, dict[str, Any]] = {}
         self._next_message_id: dict[int, int] = {}
@@ -982,6 +983,11 @@ class FakeTelegram:
         with self._lock:
             self._failures.setdefault(method.lower(), []).append(_Failure(status, description, retry_after, times))
 
+    def answer_polls_at_once(self, enabled: bool = True) -> None:
+        """Answer getUpdates at once whatever its timeout, like a proxy or local server that does not hold long polls."""
+        with self._lock:
+            self._polls_at_once = enabled
+
     def reject_entities_next(self, times: int = 1, *, method: str = "sendMessage") -> None:
         """Make the next `times` `method` calls that set parse_mode fail with "can't parse entities"."""
         with self._lock:
@@ -1158,6 +1164,9 @@ class FakeTelegram:
         offset = _opt_int(params, "offset")
         limit = min(max(_opt_int(params, "limit") or 100, 1), 100)
         timeout = max(_opt_int(params, "timeout") or 0, 0)
+        with self._lock:
+            if self._polls_at_once:
+                timeout = 0
         if offset is not None:
             self._confirm(offset)
         with self._lock:

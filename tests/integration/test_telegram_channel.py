@@ -295,6 +295,28 @@ async def test_server_errors_back_off_and_recover(
     assert sleeps.delays[:2] == [1.0, 2.0]
 
 
+async def test_idle_polling_rests_when_the_server_answers_at_once(fake: FakeTelegram, settings: Settings) -> None:
+    """A Bot API that does not hold long polls must not make an idle bot ask again and again."""
+    fake.answer_polls_at_once()
+    channel = TelegramChannel(settings)  # real sleep: the pacing itself is under test
+    inbox = Inbox()
+    await channel.start(inbox, lambda reason: None)
+    try:
+        await eventually(lambda: len(fake.calls_to("getUpdates")) >= 1, what="the first poll")
+        first = time.monotonic()
+        await asyncio.sleep(2.0)  # a stretch of idle time, not a wait for an event
+        polls = [c for c in fake.calls_to("getUpdates") if c.ts >= first]
+        idle_seconds = time.monotonic() - first
+        # About one poll a second; a loop without a pause makes hundreds here.
+        assert len(polls) <= 2 * idle_seconds + 2, f"{len(polls)} polls in {idle_seconds:.1f} s"
+
+        fake.user_sends(DM, "heard during the pause")
+        [msg] = await inbox.wait()
+        assert msg.text == "heard during the pause"
+    finally:
+        await channel.stop()
+
+
 async def test_conflict_ends_the_channel_with_the_reason(
     fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, ended: list[str | None]
 ) -> None:

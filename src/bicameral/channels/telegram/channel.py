@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from telegram import Bot
@@ -28,6 +29,11 @@ log = logging.getLogger(__name__)
 ALLOWED_UPDATES = ["message", "edited_message"]
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
+# A server that answers getUpdates at once (a proxy, a local Bot API server, a zero timeout) is asked
+# about once a second while idle, never more often than the floor allows: a message still shows
+# within about a second, and an idle bot costs next to nothing.
+IDLE_INTERVAL = 1.0
+IDLE_FLOOR = 0.25
 CONNECTIONS = 256  # concurrent Bot API calls: every chat answering at once must not queue for a socket
 BAD_TOKEN = "Telegram rejected the token: check BICAMERAL_TELEGRAM_TOKEN"
 CONFLICT = (
@@ -47,6 +53,7 @@ class TelegramChannel:
         settings: Settings,
         *,
         sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if settings.telegram_token is None or not settings.telegram_token.get_secret_value():
             raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not set")
@@ -54,6 +61,7 @@ class TelegramChannel:
         self._settings = settings
         self._redactor = Redactor([self._token])
         self._sleep = sleep
+        self._clock = clock
         if ":" not in self._token or any(ch.isspace() for ch in self._token):
             raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not a valid bot token (expected <id>:<secret>)")
         api = settings.telegram_api_url.rstrip("/")
@@ -124,6 +132,7 @@ class TelegramChannel:
         backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
         timeout = self._settings.telegram_poll_timeout
         while True:
+            started = self._clock()
             try:
                 raw = await self._get_updates(timeout)
             except (InvalidToken, EndPointNotFound):
@@ -144,6 +153,10 @@ class TelegramChannel:
             backoff.reset()
             if raw:
                 await self._deliver(raw, sink)
+                continue
+            pause = idle_pause(self._clock() - started, timeout)
+            if pause:
+                await self._sleep(pause)
 
     async def _get_updates(self, timeout: int) -> list[Any]:
         """One long poll, answered as raw update dicts; asking with an offset acknowledges what lies below it."""
@@ -205,3 +218,10 @@ class TelegramChannel:
     def _redact(self, text: str) -> str:
         # HTTP errors can embed request URLs, and Bot API URLs contain the token.
         return self._redactor(text)
+
+
+def idle_pause(elapsed: float, timeout: int) -> float:
+    """How long to rest after an empty poll that took `elapsed` seconds of a `timeout`-second long poll."""
+    if timeout > 0 and elapsed >= timeout:
+        return 0.0  # the server held the poll for its whole timeout: it paces us already
+    return max(IDLE_FLOOR, IDLE_INTERVAL - elapsed)
