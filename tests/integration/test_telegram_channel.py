@@ -285,6 +285,48 @@ async def test_failing_sink_gets_the_same_batch_again(
     await eventually(lambda: fake.acked_offset == calls[1][0].update_id + 1, what="ack after success")
 
 
+async def test_sink_failing_twice_keeps_the_offset_until_the_batch_is_stored(
+    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder
+) -> None:
+    calls: list[list[Inbound]] = []
+    acked_while_failing: list[int] = []
+
+    async def full_disk_sink(batch: Sequence[Inbound]) -> None:
+        calls.append(list(batch))
+        if len(calls) <= 2:
+            acked_while_failing.append(fake.acked_offset)
+            raise OSError(28, "No space left on device")
+
+    await channel.start(full_disk_sink, lambda reason: None)
+    fake.user_sends(DM, "keep me")
+    await eventually(lambda: len(calls) >= 3, what="the third attempt")
+    update_id = calls[0][0].update_id
+    assert update_id is not None
+    assert [[m.text for m in batch] for batch in calls] == [["keep me"]] * 3
+    assert all(offset <= update_id for offset in acked_while_failing)  # Telegram would still redeliver it
+    assert sleeps.delays[:2] == [1.0, 2.0]  # backing off between attempts
+    await eventually(lambda: fake.acked_offset == update_id + 1, what="acknowledgement once stored")
+
+
+async def test_lone_surrogates_arrive_repaired(fake: FakeTelegram, inbox: Inbox) -> None:
+    """Valid JSON can carry text that UTF-8 (and so SQLite) cannot store; it is repaired, not refused."""
+    fake.push_raw_update(
+        {
+            "message": {
+                "message_id": 901,
+                "date": 1,
+                "chat": {"id": DM, "type": "private", "first_name": "A\ud800"},
+                "from": {"id": DM, "is_bot": False, "first_name": "A\ud800"},
+                "text": "caf\udc00e \ud83d\ude00",
+            }
+        }
+    )
+    [msg] = await inbox.wait()
+    assert msg.text == "caf\ufffde \U0001f600"  # the lone half replaced, the real pair kept
+    assert msg.sender.name == "A\ufffd"
+    msg.text.encode("utf-8")
+
+
 async def test_server_errors_back_off_and_recover(
     fake: FakeTelegram, inbox: Inbox, sleeps: SleepRecorder
 ) -> None:

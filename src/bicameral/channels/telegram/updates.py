@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "telegram"
 _CHAT_TYPES: frozenset[str] = frozenset({"private", "group", "supergroup", "channel"})
+# JSON may escape half of a surrogate pair on its own; json.loads joins real pairs, so any surrogate
+# left in a string is a lone half that UTF-8, and so the store, cannot encode.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -88,10 +91,21 @@ def parse_update(update: object) -> Update | None:
     try:
         # PTB builds its objects without validating them, so a wrong field surfaces here as a
         # KeyError or TypeError, or later in translate(); the caller skips the update either way.
-        return Update.de_json(update, None)
+        return Update.de_json(repaired(update), None)
     except Exception as exc:
         _skip(update_id, f"{type(exc).__name__}: {exc}")
     return None
+
+
+def repaired(value: Any) -> Any:
+    """`value` with every string made encodable: each lone surrogate becomes U+FFFD, nothing is refused."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {key: repaired(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [repaired(item) for item in value]
+    return value
 
 
 def is_addressed(message: Message, bot: BotIdentity, bot_name: str) -> bool:
