@@ -164,11 +164,31 @@ async def test_reply_carries_quoted_referent(fake: FakeTelegram, inbox: Inbox) -
     assert reply.reply_to.from_bot is False
 
 
-async def test_photo_with_caption_is_one_inbound(fake: FakeTelegram, inbox: Inbox, settings: Settings) -> None:
+async def test_files_arrive_as_references_and_are_fetched_on_request(
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox
+) -> None:
+    fake.user_sends(DM, document=("report.pdf", b"%PDF-1.4 body"), caption="read this")
+    [msg] = await inbox.wait()
+    assert msg.attachments == ()
+    [ref] = msg.attachment_refs
+    assert (ref.kind, ref.name, ref.size, ref.mime) == ("document", "report.pdf", 13, "application/pdf")
+    assert fake.calls_to("getFile") == [] and fake.calls_to("downloadFile") == []  # nothing fetched at intake
+
+    fetched = await channel.fetch_attachments(msg)
+    assert fetched.attachment_refs == ()
+    [attachment] = fetched.attachments
+    assert (attachment.kind, attachment.size) == ("document", 13)
+    assert fetched.text == "read this"
+
+
+async def test_photo_with_caption_is_one_inbound(
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, settings: Settings
+) -> None:
     fake.user_sends(DM, photo=PNG, caption="look at this")
     [msg] = await inbox.wait()
     await asyncio.sleep(0.3)
     assert len(inbox.items) == 1
+    msg = await channel.fetch_attachments(msg)
     assert msg.text == "look at this"
     [attachment] = msg.attachments
     assert attachment.kind == "photo"
@@ -179,10 +199,11 @@ async def test_photo_with_caption_is_one_inbound(fake: FakeTelegram, inbox: Inbo
 
 
 async def test_document_name_cannot_escape_attachments_dir(
-    fake: FakeTelegram, inbox: Inbox, settings: Settings
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, settings: Settings
 ) -> None:
     fake.user_sends(DM, document=("../../etc/passwd", b"root:x:0:0"))
     [msg] = await inbox.wait()
+    msg = await channel.fetch_attachments(msg)
     [attachment] = msg.attachments
     saved = (settings.data_dir / attachment.path).resolve()
     assert saved.is_relative_to(settings.attachments_dir.resolve())
@@ -201,10 +222,11 @@ def test_safe_name_rules() -> None:
     assert len(long) == MAX_NAME_CHARS and long.endswith(".pdf")
 
 
-async def test_failed_download_becomes_marker(fake: FakeTelegram, inbox: Inbox) -> None:
+async def test_failed_download_becomes_marker(fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox) -> None:
     fake.fail_next("getFile", status=500, description="Internal Server Error")
     fake.user_sends(DM, document=("notes.txt", b"hi"), caption="my notes")
     [msg] = await inbox.wait()
+    msg = await channel.fetch_attachments(msg)
     assert msg.attachments == ()
     assert msg.text == "my notes\n[attachment unavailable: notes.txt]"
 

@@ -72,6 +72,10 @@ class Gate:
                 transcript.drop(inbound.chat, inbound.sender.name, "rate limited")
                 if verdict is Verdict.WARN:
                     await self._router.perform(SendText(chat=inbound.chat, text=RATE_NOTICE))
+        if inbound.attachment_refs:
+            # Only now, with the sender admitted, is anything downloaded (refused senders' files never are).
+            channel = self._router.channel_for(inbound.chat)
+            inbound = await channel.fetch_attachments(inbound) if channel else dataclasses.replace(inbound, attachment_refs=())
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)

@@ -126,6 +126,10 @@ class TelegramChannel:
         """Carry out one action; failures come back in the result, never as exceptions."""
         return await self._actions.perform(action)
 
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        """Download the files of an admitted message; one that cannot be fetched becomes a marker in its text."""
+        return await self._media.fetch_all(inbound)
+
     # --- receiving ---
 
     async def _poll(self, sink: InboundSink) -> None:
@@ -195,7 +199,7 @@ class TelegramChannel:
         batch: list[Inbound] = []
         for item in raw:
             try:
-                inbound = await translate(item, self._identity, self._settings, fetch=self._media.fetch)
+                inbound = translate(item, self._identity, self._settings)
             except Exception as exc:
                 update_id = item.get("update_id", "?") if isinstance(item, dict) else "?"
                 log.warning("skipping malformed update %s: %s", update_id, self._explain(exc))
