@@ -390,6 +390,32 @@ async def test_conflict_ends_the_channel_with_the_reason(
     assert len(ended) == 1 and ended[0] is not None and "409" in ended[0]
 
 
+async def test_token_revoked_while_polling_ends_the_channel(
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, ended: list[str | None]
+) -> None:
+    fake.fail_next("getUpdates", status=401, description="Unauthorized")
+    await eventually(lambda: bool(ended), what="the channel to report its end")
+    assert not channel.polling
+    assert ended == ["Telegram rejected the token: check BICAMERAL_TELEGRAM_TOKEN"]
+
+
+async def test_updates_without_usable_ids_do_not_spin_the_loop(fake: FakeTelegram, settings: Settings) -> None:
+    """A batch the offset cannot move past (no update_id) is asked for again, but at the idle pace."""
+    fake.register_method("getUpdates", lambda params: [{"message": {"text": "no id"}}])
+    channel = TelegramChannel(settings)  # real sleep: the pacing itself is under test
+    inbox = Inbox()
+    await channel.start(inbox, lambda reason: None)
+    try:
+        await eventually(lambda: len(fake.calls_to("getUpdates")) >= 1, what="the first poll")
+        first = time.monotonic()
+        await asyncio.sleep(1.5)  # a stretch of time to count polls over, not a wait for an event
+        polls = [c for c in fake.calls_to("getUpdates") if c.ts >= first]
+        assert len(polls) <= 2 * (time.monotonic() - first) + 2
+        assert inbox.items == []
+    finally:
+        await channel.stop()
+
+
 async def test_bad_token_fails_clearly(tmp_path: Path, fake: FakeTelegram) -> None:
     settings = Settings.for_test(tmp_path, telegram_token="999:WRONG", telegram_api_url=fake.url)
     ch = TelegramChannel(settings)

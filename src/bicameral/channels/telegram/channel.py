@@ -155,9 +155,9 @@ class TelegramChannel:
                 await self._sleep(delay)
                 continue
             backoff.reset()
-            if raw:
-                await self._deliver(raw, sink)
+            if raw and await self._deliver(raw, sink):
                 continue
+            # Nothing new, or nothing the offset could move past (updates without an id): rest.
             pause = idle_pause(self._clock() - started, timeout)
             if pause:
                 await self._sleep(pause)
@@ -177,8 +177,8 @@ class TelegramChannel:
             raise TelegramError(f"getUpdates answered {type(result).__name__}, not a list")
         return result
 
-    async def _deliver(self, raw: Sequence[Any], sink: InboundSink) -> None:
-        """Translate a batch, hand it to the sink, and only then move the offset past it."""
+    async def _deliver(self, raw: Sequence[Any], sink: InboundSink) -> bool:
+        """Translate a batch, hand it to the sink, and only then move the offset past it; False if it cannot move."""
         batch = await self._translate_all(raw)
         backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
         while batch:
@@ -190,9 +190,11 @@ class TelegramChannel:
                 log.exception("telegram: inbound sink failed; retrying the same %d updates in %.0fs", len(batch), delay)
                 await self._sleep(delay)
         ids = [u["update_id"] for u in raw if isinstance(u, dict) and type(u.get("update_id")) is int]
-        if ids:
-            # The next getUpdates carries this offset, which is what acknowledges the batch.
-            self._next_offset = max(ids) + 1
+        if not ids:
+            return False
+        # The next getUpdates carries this offset, which is what acknowledges the batch.
+        self._next_offset = max(ids) + 1
+        return True
 
     async def _translate_all(self, raw: Sequence[Any]) -> list[Inbound]:
         assert self._identity is not None  # start() sets it before polling begins
