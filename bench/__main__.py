@@ -16,6 +16,7 @@ from rich.console import Console
 from bench.chambers import run_chambers
 from bench.concurrency import run_concurrency
 from bench.harness import pinned, shipped_mode
+from bench.idle import run_idle
 from bench.memory import run_memory
 from bench.overhead import run_overhead
 from bench.report import Figure, machine, print_report
@@ -32,13 +33,14 @@ class Plan:
     messages: int
     chats: int
     startup_runs: int
+    idle_seconds: float = 60.0  # idle: how long the bot sits unused while its CPU is counted
     trivial_exchanges: int = 20  # chambers: "hey" exchanges per mode
     task_exchanges: int = 10  # chambers: one-tool-call requests per mode
     mode: str | None = None  # None: the shipped default
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
-QUICK = Plan(messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3)
+QUICK = Plan(messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0)
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
 
@@ -59,6 +61,10 @@ async def _startup(plan: Plan) -> list[Figure]:
     return (await run_startup(plan.startup_runs, plan.mode)).figures()
 
 
+async def _idle(plan: Plan) -> list[Figure]:
+    return (await run_idle(plan.idle_seconds, plan.mode)).figures()
+
+
 async def _chambers(plan: Plan) -> list[Figure]:
     # Compares both modes by design, so --mode does not apply.
     return (await run_chambers(plan.trivial_exchanges, plan.task_exchanges)).figures()
@@ -70,6 +76,7 @@ SCENARIOS: dict[str, Scenario] = {
     "overhead": _overhead,
     "concurrency": _concurrency,
     "startup": _startup,
+    "idle": _idle,
     "chambers": _chambers,
 }
 

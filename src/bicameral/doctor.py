@@ -85,21 +85,25 @@ async def _access_file(settings: Settings) -> Check:
 async def _telegram(settings: Settings) -> Check:
     if settings.telegram_token is None:
         return Check("telegram", True, "not configured (set BICAMERAL_TELEGRAM_TOKEN to serve Telegram)", required=False)
-    from aiogram import Bot
-    from aiogram.client.session.aiohttp import AiohttpSession
-    from aiogram.client.telegram import TelegramAPIServer
-    from aiogram.exceptions import TelegramUnauthorizedError
+    from telegram import Bot
+    from telegram.error import InvalidToken
 
-    session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
-    bot = Bot(settings.telegram_token.get_secret_value(), session=session)
+    from bicameral.redaction import Redactor
+
+    token = settings.telegram_token.get_secret_value()
+    api = settings.telegram_api_url.rstrip("/")
+    bot = Bot(token, base_url=f"{api}/bot", base_file_url=f"{api}/file/bot")
     try:
-        me = await asyncio.wait_for(bot.get_me(), timeout=15)
-    except TelegramUnauthorizedError:
+        await asyncio.wait_for(bot.initialize(), timeout=15)  # getMe
+        me = bot.bot
+    except InvalidToken:
         return Check("telegram", False, f"{settings.telegram_api_url} rejected the token: check BICAMERAL_TELEGRAM_TOKEN (from @BotFather)")
     except Exception as exc:
-        return Check("telegram", False, f"{settings.telegram_api_url} refused the token or is unreachable: {type(exc).__name__}: {exc}")
+        # Bot API URLs carry the token, and HTTP errors quote them.
+        detail = Redactor([token])(f"{type(exc).__name__}: {exc}")
+        return Check("telegram", False, f"{settings.telegram_api_url} refused the token or is unreachable: {detail}")
     finally:
-        await session.close()
+        await bot.shutdown()
     return Check("telegram", True, f"token valid: @{me.username}")
 
 
