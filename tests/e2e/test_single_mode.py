@@ -213,3 +213,20 @@ async def test_a_photo_is_shown_to_the_model_but_its_bytes_never_reach_the_sessi
     stored = json.dumps(app.stores.sessions.load(f"telegram:{OWNER}"))
     assert "[image: attachments/" in stored
     assert "base64" not in stored and "iVBOR" not in stored
+
+
+async def test_model_garbage_gets_the_same_sentence_as_a_model_failure(telegram, models, start_bot):
+    models.script(
+        Reply(error_status=500, error_message="upstream exploded"),
+        Reply(text="never whole", malformed="html"),
+        Reply(text="never whole", malformed="truncated_json"),
+        Reply(text="never whole", malformed="empty_choices"),
+        Reply(text="back to normal"),
+    )
+    await start_bot(debounce_ms=0, model_max_retries=0)
+    for n, text in enumerate(["one", "two", "three", "four", "five"], start=1):
+        telegram.user_sends(OWNER, text)
+        await telegram.await_sent(OWNER, n)
+    failure, *garbage, recovered = [m["text"] for m in telegram.sent_messages(OWNER)]
+    assert garbage == [failure] * 3 and "upstream exploded" not in failure
+    assert recovered == "back to normal"

@@ -28,7 +28,7 @@ import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from aiohttp import web
 
@@ -44,6 +44,9 @@ __all__ = [
 # Sent as `retry-after` on a 429 that did not script one: both SDKs honour any positive value, so a
 # tiny one keeps retry tests fast (with 0 they would fall back to ~0.5 s exponential backoff).
 DEFAULT_RETRY_AFTER = 0.01
+
+# What a reverse proxy in front of a model server sends when its upstream is down.
+_HTML_PAGE = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
 
 # Characters of serialised JSON per streamed `input_json_delta` / tool-call `arguments` chunk; small
 # enough that clients must really reassemble partial JSON.
@@ -83,6 +86,10 @@ class Reply:
     error_type: str | None = None  # override the error `type` derived from error_status
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
     abort_after_events: int | None = None  # streaming: drop the connection after this many SSE events
+    # A status-200 answer that is garbage: "html" (a proxy's error page), "truncated_json" (a body or
+    # SSE event cut mid-JSON), "early_end" (a stream closed cleanly before its final event) or
+    # "empty_choices" (OpenAI chunks / completion without any choice; Anthropic: no content at all).
+    malformed: Literal["html", "truncated_json", "early_end", "empty_choices"] | None = None
 
     @property
     def full_text(self) -> str:
@@ -416,6 +423,17 @@ def _anthropic_events(turn: _Turn, model: str, msg_id: str) -> list[tuple[dict[s
     return events
 
 
+def _emptied(payload: dict[str, Any]) -> dict[str, Any]:
+    """A message, completion or chunk with no content or choices left."""
+    if "choices" in payload:
+        return payload | {"choices": []}
+    if payload.get("type") == "message":
+        return payload | {"content": []}
+    if payload.get("type") == "message_start":
+        return payload | {"message": _emptied(payload["message"])}
+    return payload
+
+
 def _openai_usage(turn: _Turn) -> dict[str, Any]:
     """OpenAI `usage`; prompt_tokens includes cached tokens, as OpenAI counts them."""
     prompt = turn.input_tokens + turn.cache_read + turn.cache_creation
@@ -674,6 +692,20 @@ class ModelServer:
                 raise TimeoutError(self._timeout_message(count, model, timeout))
             await asyncio.sleep(0.005)
 
+    def wait_completed(self, count: int, timeout: float = 10.0) -> list[Request]:
+        """Block until at least `count` requests were fully answered (a stream's last byte written)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._completed()) >= count, timeout):
+                raise TimeoutError(f"expected {count} completed request(s) within {timeout}s; got {len(self._completed())}")
+            return list(self.requests)
+
+    async def await_completed(self, count: int, timeout: float = 10.0) -> list[Request]:
+        """Async wait_completed: a client may return before the server recorded what it sent."""
+        return await asyncio.to_thread(self.wait_completed, count, timeout)
+
+    def _completed(self) -> list[Request]:
+        return [r for r in self.requests if r.completed_at is not None]
+
     def _timeout_message(self, count: int, model: str | None, timeout: float) -> str:
         """Explain a wait timeout with what did arrive."""
         seen = [r.model for r in self.requests]
@@ -747,8 +779,9 @@ class ModelServer:
 
     def _finish(self, req: Request, reply: Reply | None, status: int, body: dict[str, Any] | None) -> None:
         """Record the outcome on the logged request."""
-        with self._lock:
+        with self._cond:
             req.reply, req.status, req.response, req.completed_at = reply, status, body, time.monotonic()
+            self._cond.notify_all()
 
     @staticmethod
     def _error_headers(reply: Reply | None, status: int) -> dict[str, str]:
@@ -786,6 +819,8 @@ class ModelServer:
             },
         )
         await resp.prepare(request)
+        with self._lock:
+            req.status = 200  # the status line is out: a client may have it before the stream ends
         sent = 0
         try:
             for payload, is_delta in payloads:
@@ -804,6 +839,51 @@ class ModelServer:
             await resp.write_eof()
         except ConnectionError:
             req.client_disconnected = True
+        return resp
+
+    async def _garbage(
+        self,
+        request: web.Request,
+        req: Request,
+        reply: Reply,
+        body: dict[str, Any],
+        payloads: list[tuple[dict[str, Any], bool]],
+        fmt: Callable[[dict[str, Any]], bytes],
+        trailer: bytes = b"",
+        headers: dict[str, str] | None = None,
+    ) -> web.StreamResponse:
+        """Answer status 200 with the scripted kind of garbage (`Reply.malformed`)."""
+        kind = reply.malformed
+        headers = {**(headers or {}), **reply.headers}
+        if kind == "html":
+            self._finish(req, reply, 200, None)
+            return web.Response(status=200, text=_HTML_PAGE, content_type="text/html", headers=headers)
+        if kind == "empty_choices":
+            body = _emptied(body)
+            payloads = [(_emptied(p), d) for p, d in payloads if not str(p.get("type", "")).startswith("content_block")]
+        if not req.stream:
+            text = json.dumps(body)
+            if kind in ("truncated_json", "early_end"):
+                text = text[: len(text) // 2]
+            self._finish(req, reply, 200, None)
+            return web.Response(status=200, text=text, content_type="application/json", headers=headers)
+        if kind == "empty_choices":
+            return await self._stream(request, req, reply, payloads, fmt, trailer=trailer, headers=headers)
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8", **headers})
+        await resp.prepare(request)
+        kept = payloads[: max(1, len(payloads) // 2)]
+        try:
+            for payload, _ in kept:
+                await resp.write(fmt(payload))
+                req.events.append(payload)
+            if kind == "truncated_json":
+                framed = fmt(payloads[len(kept)][0]).decode().rstrip("\n")
+                head, _, data = framed.rpartition("data: ")
+                await resp.write(f"{head}data: {data[: len(data) // 2]}\n\n".encode())
+            await resp.write_eof()
+        except ConnectionError:
+            req.client_disconnected = True
+        self._finish(req, reply, 200, None)
         return resp
 
     # ---- Anthropic -------------------------------------------------------------------------------
@@ -865,7 +945,7 @@ class ModelServer:
         msg_id = _rand_id("msg_01", 22)
         message = _anthropic_message(turn, req.model, msg_id)
         req_id = _rand_id("req_01", 22)
-        if not req.stream:
+        if not req.stream and not reply.malformed:
             self._finish(req, reply, 200, message)
             return web.json_response(message, headers={"request-id": req_id, **reply.headers})
 
@@ -874,6 +954,8 @@ class ModelServer:
             return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
 
         events = _anthropic_events(turn, req.model, msg_id)
+        if reply.malformed:
+            return await self._garbage(request, req, reply, message, events, fmt, headers={"request-id": req_id})
         resp = await self._stream(request, req, reply, events, fmt, headers={"request-id": req_id})
         self._finish(req, reply, 200, message)
         return resp
@@ -946,7 +1028,7 @@ class ModelServer:
         cid, created = _rand_id("chatcmpl-", 29), int(time.time())
         completion = _openai_completion(turn, req.model, cid, created)
         headers = {"x-request-id": _rand_id("req_", 32)}
-        if not req.stream:
+        if not req.stream and not reply.malformed:
             self._finish(req, reply, 200, completion)
             return web.json_response(completion, headers={**headers, **reply.headers})
 
@@ -956,6 +1038,8 @@ class ModelServer:
 
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         chunks = _openai_chunks(turn, req.model, cid, created, include_usage)
+        if reply.malformed:
+            return await self._garbage(request, req, reply, completion, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers)
         resp = await self._stream(request, req, reply, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers)
         self._finish(req, reply, 200, completion)
         return resp
