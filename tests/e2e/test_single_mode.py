@@ -59,7 +59,7 @@ async def test_twenty_chats_are_answered_without_waiting_on_each_other(telegram,
         telegram.user_sends(chat, f"hello from {chat}")
     for chat in chats:
         await telegram.await_sent(chat, 1, timeout=20)
-    requests = models.requests
+    requests = await models.await_completed(20)
     assert len(requests) == 20
     # Every request reached the model before any answer came back: no chat queued behind another.
     assert max(r.received_at for r in requests) < min(r.completed_at for r in requests)

@@ -682,15 +682,8 @@ class ModelServer:
             return self.requests_for(model)
 
     async def await_requests(self, count: int, timeout: float = 10.0, model: str | None = None) -> list[Request]:
-        """Async wait_for_requests usable from any event loop (polls; the server lives on another loop)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self.requests_for(model)
-            if len(found) >= count:
-                return found
-            if time.monotonic() >= deadline:
-                raise TimeoutError(self._timeout_message(count, model, timeout))
-            await asyncio.sleep(0.005)
+        """Async wait_for_requests usable from any event loop (the server lives on another loop)."""
+        return await asyncio.to_thread(self.wait_for_requests, count, timeout, model)
 
     def wait_completed(self, count: int, timeout: float = 10.0) -> list[Request]:
         """Block until at least `count` requests were fully answered (a stream's last byte written)."""
@@ -831,8 +824,9 @@ class ModelServer:
                     return resp
                 if is_delta and reply.chunk_delay > 0:
                     await asyncio.sleep(reply.chunk_delay)
-                await resp.write(fmt(payload))
+                # Logged before it is written, so a client holding the bytes finds it in the log.
                 req.events.append(payload)
+                await resp.write(fmt(payload))
                 sent += 1
             if trailer:
                 await resp.write(trailer)
@@ -874,8 +868,8 @@ class ModelServer:
         kept = payloads[: max(1, len(payloads) // 2)]
         try:
             for payload, _ in kept:
-                await resp.write(fmt(payload))
                 req.events.append(payload)
+                await resp.write(fmt(payload))
             if kind == "truncated_json":
                 framed = fmt(payloads[len(kept)][0]).decode().rstrip("\n")
                 head, _, data = framed.rpartition("data: ")
