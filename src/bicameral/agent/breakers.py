@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from bicameral.types import Clock
 
 
 @dataclass
@@ -14,7 +15,7 @@ class Breakers:
 
     max_errors: int = 3
     window_seconds: float = 60.0
-    clock: Callable[[], float] = time.monotonic
+    clock: Clock = time.monotonic
     tripped: str | None = None
     _last_call: str | None = field(default=None, repr=False)
     _consecutive_errors: int = field(default=0, repr=False)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from importlib import resources
 
+from bicameral import prompts
 from bicameral.agent.failures import describe_model_error, describe_stop
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.session import prepare_for_storage
@@ -25,7 +25,7 @@ class SingleChamber:
         self._settings = settings
         self._stores = stores
         self._runner = runner
-        self._template = resources.files("bicameral.prompts").joinpath("single.md").read_text(encoding="utf-8")
+        self._template = prompts.load("single.md")
 
     def system_prompt(self, turn: Turn) -> str:
         first = turn.batch[0]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict
 
 from bicameral.events import Attachment, Inbound, Quoted, Sender
 from bicameral.store.db import Database
+from bicameral.types import Clock
 
 PENDING = "pending"  # accepted, not yet answered: a restart replays these
 CONSUMED = "consumed"  # a turn answered it
@@ -16,7 +17,7 @@ IGNORED = "ignored"  # stored for history only (overheard in a group, command ha
 
 
 class MessageStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time) -> None:
         self._db = db
         self._clock = clock
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 
 from bicameral.store.db import Database
+from bicameral.types import Clock
 
 
 class SessionStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time) -> None:
         self._db = db
         self._clock = clock
 
