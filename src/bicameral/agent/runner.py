@@ -35,7 +35,7 @@ class RunResult:
     messages: list[Message]
     usage: Usage = field(default_factory=Usage)
     iterations: int = 0
-    stopped: str | None = None  # why the loop was cut short (breaker, max iterations)
+    stop_reason: str | None = None  # why the loop was cut short (breaker, max iterations)
     error: ModelError | None = None
 
 
@@ -89,8 +89,8 @@ class NativeRunner:
             if on_step is not None:
                 on_step(messages)
             if breakers.tripped:
-                return RunResult(completion.text.strip(), _closed(messages), usage, iteration, stopped=breakers.tripped)
-        return RunResult("", _closed(messages), usage, self.max_iterations, stopped="it hit the step limit")
+                return RunResult(completion.text.strip(), _closed(messages), usage, iteration, stop_reason=breakers.tripped)
+        return RunResult("", _closed(messages), usage, self.max_iterations, stop_reason="it hit the step limit")
 
 
 def _closed(messages: list[Message]) -> list[Message]:

@@ -61,9 +61,9 @@ class NativeExecutor(Executor):
                 break
             # Context that arrived after the last tool step must still shape the answer.
             messages = result.messages + [Message.user(late)]
-        if result.stopped:
+        if result.stop_reason:
             partial = f"{result.text}\n\n" if result.text else ""
-            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stopped}")
+            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stop_reason}")
         return TaskOutcome(result=result.text or "(finished, with nothing to report)")
 
 

@@ -61,8 +61,8 @@ class SingleChamber:
             self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])
         else:
             reply = result.text
-            if result.stopped:
-                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stopped)
+            if result.stop_reason:
+                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stop_reason)
             self._save(turn.chat, result.messages)
         if reply:
             await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id))
