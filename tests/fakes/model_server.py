@@ -86,6 +86,8 @@ class Reply:
     error_type: str | None = None  # override the error `type` derived from error_status
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
     abort_after_events: int | None = None  # streaming: drop the connection after this many SSE events
+    # Streaming: after this many SSE events send an error event (error_type/error_message), then end.
+    error_after_events: int | None = None
     # A status-200 answer that is garbage: "html" (a proxy's error page), "truncated_json" (a body or
     # SSE event cut mid-JSON), "early_end" (a stream closed cleanly before its final event) or
     # "empty_choices" (OpenAI chunks / completion without any choice; Anthropic: no content at all).
@@ -800,8 +802,9 @@ class ModelServer:
         fmt: Callable[[dict[str, Any]], bytes],
         trailer: bytes = b"",
         headers: dict[str, str] | None = None,
+        error_event: dict[str, Any] | None = None,
     ) -> web.StreamResponse:
-        """Write SSE payloads with chunk_delay, honouring abort_after_events and client disconnects."""
+        """Write SSE payloads with chunk_delay, honouring abort/error_after_events and client disconnects."""
         resp = web.StreamResponse(
             status=200,
             headers={
@@ -822,13 +825,17 @@ class ModelServer:
                     if request.transport is not None:
                         request.transport.abort()
                     return resp
+                if reply.error_after_events is not None and sent >= reply.error_after_events and error_event:
+                    req.events.append(error_event)
+                    await resp.write(fmt(error_event))
+                    break
                 if is_delta and reply.chunk_delay > 0:
                     await asyncio.sleep(reply.chunk_delay)
                 # Logged before it is written, so a client holding the bytes finds it in the log.
                 req.events.append(payload)
                 await resp.write(fmt(payload))
                 sent += 1
-            if trailer:
+            if trailer and not (reply.error_after_events is not None and sent >= reply.error_after_events):
                 await resp.write(trailer)
             await resp.write_eof()
         except ConnectionError:
@@ -950,7 +957,9 @@ class ModelServer:
         events = _anthropic_events(turn, req.model, msg_id)
         if reply.malformed:
             return await self._garbage(request, req, reply, message, events, fmt, headers={"request-id": req_id})
-        resp = await self._stream(request, req, reply, events, fmt, headers={"request-id": req_id})
+        etype = reply.error_type or _ANTHROPIC_ERROR_TYPES.get(reply.error_status or 500, "api_error")
+        error_event = {"type": "error", "error": {"type": etype, "message": reply.error_message}}
+        resp = await self._stream(request, req, reply, events, fmt, headers={"request-id": req_id}, error_event=error_event)
         self._finish(req, reply, 200, message)
         return resp
 
@@ -1034,7 +1043,11 @@ class ModelServer:
         chunks = _openai_chunks(turn, req.model, cid, created, include_usage)
         if reply.malformed:
             return await self._garbage(request, req, reply, completion, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers)
-        resp = await self._stream(request, req, reply, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers)
+        etype, code = _OPENAI_ERRORS.get(reply.error_status or 500, ("server_error", None))
+        error_event = {"error": {"message": reply.error_message, "type": reply.error_type or etype, "param": None, "code": code}}
+        resp = await self._stream(
+            request, req, reply, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers, error_event=error_event
+        )
         self._finish(req, reply, 200, completion)
         return resp
 

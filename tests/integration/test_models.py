@@ -392,15 +392,10 @@ async def test_shared_http_client_is_used_and_left_open(server: ModelServer, tmp
     assert len(server.requests) == 2
 
 
-def test_anthropic_mid_stream_error_events_map_by_body_type() -> None:
-    import anthropic
-    import httpx2
-
-    from bicameral.models.anthropic import _model_error
-
-    # An `event: error` inside a 200 stream surfaces as a plain APIStatusError with status 200.
-    response = httpx2.Response(200, request=httpx2.Request("POST", "http://fake/v1/messages"))
-    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    model = AnthropicModel("m", api_key=None, base_url="http://fake", max_retries=0, timeout=10.0, data_dir=Path("."))
-    error = _model_error(anthropic.APIStatusError("x", response=response, body=body), model)
-    assert (error.kind, error.retryable) == ("overloaded", True) and "mid-stream" in str(error)
+async def test_an_error_event_mid_stream_maps_by_its_type(make: Factory, server: ModelServer) -> None:
+    overloaded = "overloaded_error" if make.api == "anthropic" else "overloaded"  # type: ignore[attr-defined]
+    server.script(Reply(text="one two three four", error_after_events=3, error_type=overloaded, error_message="Overloaded"))
+    with pytest.raises(ModelError) as caught:
+        await _events(make(max_retries=0), [Message.user("hi")])
+    assert (caught.value.kind, caught.value.retryable) == ("overloaded", True)
+    assert "mid-stream" in str(caught.value) and "Overloaded" in str(caught.value)

@@ -34,27 +34,17 @@ _EPHEMERAL = {"type": "ephemeral"}
 class AnthropicModel(RemoteModel[anthropic.AsyncAnthropic]):
     """A Claude model behind the Messages API (or a compatible gateway)."""
 
+    default_base_url = DEFAULT_BASE_URL
     provider = "anthropic"
     service = "Anthropic"
-    missing_key = (
-        "ANTHROPIC_API_KEY is not set; add it to .env or the environment (or point ANTHROPIC_BASE_URL at a gateway)"
-    )
-    sdk_errors = (anthropic.AnthropicError,)
+    key_setting = "ANTHROPIC_API_KEY"
+    missing_key = f"{key_setting} is not set; add it to .env or the environment (or point ANTHROPIC_BASE_URL at a gateway)"
+    sdk_timeout = anthropic.APITimeoutError
+    sdk_unreachable = anthropic.APIConnectionError
+    sdk_errors = anthropic.AnthropicError
 
-    def _new_client(
-        self, api_key: str, base_url: str | None, max_retries: int, http_client: Any
-    ) -> anthropic.AsyncAnthropic:
-        # Everything is passed explicitly so the SDK never falls back to env vars or profiles.
-        return anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=base_url or DEFAULT_BASE_URL,
-            max_retries=max_retries,
-            timeout=self.timeout,
-            http_client=http_client,
-        )
-
-    async def _close(self, client: anthropic.AsyncAnthropic) -> None:
-        await client.close()
+    def _new_client(self, **options: Any) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(**options)
 
     async def _stream(
         self,
@@ -77,8 +67,13 @@ class AnthropicModel(RemoteModel[anthropic.AsyncAnthropic]):
             raise self.error("connection", "the Anthropic stream ended before the reply was complete")
 
     def _sdk_error(self, err: Exception) -> ModelError:
+        if isinstance(err, anthropic.APIStatusError):
+            detail = err.api_message or (err.body if isinstance(err.body, str) else None) or ""
+            return self.status_error(
+                err.status_code, detail, overloaded=err.type == "overloaded_error", body_kind=_BODY_KINDS.get(err.type or "")
+            )
         if isinstance(err, anthropic.APIError):
-            return _model_error(err, self)
+            return self.error("server", f"unexpected Anthropic response: {err.message}")
         # e.g. CredentialsError: raised before any request is sent.
         return self.error("auth", f"Anthropic client error: {err}")
 
@@ -223,45 +218,3 @@ _BODY_KINDS = {
     "api_error": "server",
     "timeout_error": "timeout",
 }
-_HEADLINES = {
-    "rate_limit": "Anthropic rate limit reached",
-    "overloaded": "Anthropic is overloaded",
-    "auth": "Anthropic rejected the credentials",
-    "bad_request": "Anthropic rejected the request",
-    "server": "Anthropic had a server error",
-    "timeout": "Anthropic timed out",
-}
-
-
-def _model_error(err: anthropic.APIError, model: AnthropicModel) -> ModelError:
-    if isinstance(err, anthropic.APITimeoutError):
-        return model.error("timeout", model.timeout_text())
-    if isinstance(err, anthropic.APIConnectionError):
-        return model.error("connection", "could not connect to the Anthropic API")
-    if not isinstance(err, anthropic.APIStatusError):
-        return model.error("server", f"unexpected Anthropic response: {err.message}")
-    kind = _status_kind(err)
-    # An error event mid-stream arrives on a 200 response; its body type is then the only clue.
-    status = f"HTTP {err.status_code}" if err.status_code != 200 else "mid-stream"
-    detail = (err.api_message or (err.body if isinstance(err.body, str) else None) or "")[:300]
-    text = f"{_HEADLINES[kind]} ({status})" + (f": {detail}" if detail else "")
-    if kind == "auth":
-        text += "; check ANTHROPIC_API_KEY"
-    return model.error(kind, text)
-
-
-def _status_kind(err: anthropic.APIStatusError) -> str:
-    code = err.status_code
-    if code == 529 or err.type == "overloaded_error":
-        return "overloaded"
-    if isinstance(err, anthropic.RateLimitError) or code == 429:
-        return "rate_limit"
-    if isinstance(err, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
-        return "auth"
-    if isinstance(err, anthropic.BadRequestError):
-        return "bad_request"
-    if code >= 500:
-        return "server"
-    if err.type in _BODY_KINDS:
-        return _BODY_KINDS[err.type]
-    return "bad_request" if 400 <= code < 500 else "server"

@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal, Protocol, Union
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -110,7 +110,7 @@ class Stop:
     reason: str  # end_turn | tool_use | max_tokens | ...
 
 
-ModelEvent = Union[TextDelta, ToolCall, Usage, Stop]
+ModelEvent = TextDelta | ToolCall | Usage | Stop
 
 
 class ModelError(Exception):

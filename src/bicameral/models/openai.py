@@ -35,26 +35,20 @@ _STOP_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": 
 class OpenAIModel(RemoteModel[openai.AsyncOpenAI]):
     """A chat model behind `/chat/completions`."""
 
+    default_base_url = DEFAULT_BASE_URL
     provider = "openai"
     service = "the OpenAI endpoint"
+    key_setting = "OPENAI_API_KEY"
     missing_key = (
-        "OPENAI_API_KEY is not set; add it to .env or the environment "
+        f"{key_setting} is not set; add it to .env or the environment "
         "(or set OPENAI_BASE_URL for a local OpenAI-compatible server)"
     )
-    sdk_errors = (openai.OpenAIError,)
+    sdk_timeout = openai.APITimeoutError
+    sdk_unreachable = openai.APIConnectionError
+    sdk_errors = openai.OpenAIError
 
-    def _new_client(self, api_key: str, base_url: str | None, max_retries: int, http_client: Any) -> openai.AsyncOpenAI:
-        # Everything is passed explicitly so the SDK never falls back to env vars.
-        return openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url or DEFAULT_BASE_URL,
-            max_retries=max_retries,
-            timeout=self.timeout,
-            http_client=http_client,
-        )
-
-    async def _close(self, client: openai.AsyncOpenAI) -> None:
-        await client.close()
+    def _new_client(self, **options: Any) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(**options)
 
     async def _stream(
         self, client: openai.AsyncOpenAI, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
@@ -82,7 +76,10 @@ class OpenAIModel(RemoteModel[openai.AsyncOpenAI]):
 
     def _sdk_error(self, err: Exception) -> ModelError:
         if isinstance(err, openai.APIError):
-            return _model_error(err, self)
+            overloaded = "overloaded" in f"{err.type or ''} {err.code or ''}"
+            # Without a status it was an error object inside an otherwise successful (200) stream.
+            status = err.status_code if isinstance(err, openai.APIStatusError) else 200
+            return self.status_error(status, _detail(err), overloaded=overloaded)
         return self.error("auth", f"OpenAI client error: {err}")
 
 
@@ -224,43 +221,6 @@ def _usage(usage: Any) -> Usage:
 
 
 # --- errors ---
-
-_HEADLINES = {
-    "rate_limit": "OpenAI rate limit reached",
-    "overloaded": "the OpenAI endpoint is overloaded",
-    "auth": "the OpenAI endpoint rejected the credentials",
-    "bad_request": "the OpenAI endpoint rejected the request",
-    "server": "the OpenAI endpoint had a server error",
-}
-
-
-def _model_error(err: openai.APIError, model: OpenAIModel) -> ModelError:
-    if isinstance(err, openai.APITimeoutError):
-        return model.error("timeout", model.timeout_text())
-    if isinstance(err, openai.APIConnectionError):
-        return model.error("connection", "could not connect to the OpenAI endpoint")
-    detail = _detail(err)
-    if not isinstance(err, openai.APIStatusError):
-        # An error object inside an otherwise successful stream.
-        return model.error("server", f"{_HEADLINES['server']} mid-stream" + (f": {detail}" if detail else ""))
-    kind = _status_kind(err)
-    text = f"{_HEADLINES[kind]} (HTTP {err.status_code})" + (f": {detail}" if detail else "")
-    if kind == "auth":
-        text += "; check OPENAI_API_KEY"
-    return model.error(kind, text)
-
-
-def _status_kind(err: openai.APIStatusError) -> str:
-    code = err.status_code
-    if code == 529 or "overloaded" in f"{err.type or ''} {err.code or ''}":
-        return "overloaded"
-    if isinstance(err, openai.RateLimitError) or code == 429:
-        return "rate_limit"
-    if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return "auth"
-    if code >= 500:
-        return "server"
-    return "bad_request"
 
 
 def _detail(err: openai.APIError) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import httpx2
 
@@ -16,17 +16,35 @@ from bicameral.redaction import Redactor
 PLACEHOLDER_KEY = "not-needed"
 # The failures a second attempt may cure; the rest (auth, bad_request) will fail the same way again.
 RETRYABLE_KINDS = frozenset({"rate_limit", "overloaded", "server", "connection", "timeout"})
+_HEADLINES = {
+    "rate_limit": "{} is rate-limiting requests",
+    "overloaded": "{} is overloaded",
+    "auth": "{} rejected the credentials",
+    "bad_request": "{} rejected the request",
+    "server": "{} had a server error",
+    "timeout": "{} timed out",
+}
 
-ClientT = TypeVar("ClientT")
+
+
+class _Client(Protocol):
+    async def close(self) -> None: ...
+
+
+ClientT = TypeVar("ClientT", bound=_Client)
 
 
 class RemoteModel(ABC, Generic[ClientT]):
     """A completion API reached over HTTP through its vendor SDK; subclasses speak the wire format."""
 
     provider: ClassVar[str]  # the `provider:` of a model reference
+    default_base_url: ClassVar[str]
     service: ClassVar[str]  # how error texts name the far end
+    key_setting: ClassVar[str]  # the environment variable holding the API key
     missing_key: ClassVar[str]  # what to tell the owner when neither key nor base URL is set
-    sdk_errors: ClassVar[tuple[type[Exception], ...]]  # the SDK's own failures, mapped by `_sdk_error`
+    sdk_timeout: ClassVar[type[Exception]]  # the SDK's "no answer in time"
+    sdk_unreachable: ClassVar[type[Exception]]  # the SDK's "could not connect" (after its retries)
+    sdk_errors: ClassVar[type[Exception]]  # the SDK's other failures, mapped by `_sdk_error`
 
     def __init__(
         self,
@@ -58,10 +76,12 @@ class RemoteModel(ABC, Generic[ClientT]):
         try:
             async for event in self._stream(client, system, messages, tools, max_tokens):
                 yield event
+        except (httpx2.TimeoutException, self.sdk_timeout):
+            raise self.error("timeout", self.timeout_text()) from None
+        except self.sdk_unreachable:
+            raise self.error("connection", f"could not connect to {self.service}") from None
         except self.sdk_errors as err:
             raise self._sdk_error(err) from None
-        except httpx2.TimeoutException:
-            raise ModelError("timeout", self.timeout_text(), retryable=True) from None
         except httpx2.TransportError as err:
             # The SDKs wrap connect failures, but a connection dropped mid-stream surfaces raw.
             raise self.error("connection", f"lost the connection to {self.service} mid-reply: {err}") from None
@@ -72,7 +92,7 @@ class RemoteModel(ABC, Generic[ClientT]):
     async def aclose(self) -> None:
         """Release the HTTP connection pool (a shared `http_client` is left to its owner)."""
         if self._client is not None and self._http_client is None:
-            await self._close(self._client)
+            await self._client.close()
         self._client = None
 
     def error(self, kind: str, text: str) -> ModelError:
@@ -81,6 +101,15 @@ class RemoteModel(ABC, Generic[ClientT]):
 
     def timeout_text(self) -> str:
         return f"{self.service} did not answer within {self.timeout:g}s"
+
+    def status_error(self, status: int, detail: str, *, overloaded: bool = False, body_kind: str | None = None) -> ModelError:
+        """An error answer with this HTTP status (200: an error event inside a stream), as a ModelError."""
+        kind = _status_kind(status, overloaded, body_kind)
+        where = f"HTTP {status}" if status != 200 else "mid-stream"
+        text = f"{_HEADLINES[kind].format(self.service)} ({where})" + (f": {detail[:300]}" if detail else "")
+        if kind == "auth":
+            text += f"; check {self.key_setting}"
+        return self.error(kind, text)
 
     def expect_event_stream(self, response: httpx2.Response) -> None:
         """Refuse a status-200 answer that is not a stream at all (an HTML error page, a JSON body)."""
@@ -92,11 +121,8 @@ class RemoteModel(ABC, Generic[ClientT]):
     # --- what each wire format supplies ---
 
     @abstractmethod
-    def _new_client(self, api_key: str, base_url: str | None, max_retries: int, http_client: Any) -> ClientT:
-        """The SDK client, configured only from these arguments (never from the environment)."""
-
-    @abstractmethod
-    async def _close(self, client: ClientT) -> None: ...
+    def _new_client(self, **options: Any) -> ClientT:
+        """The SDK client built from exactly these options."""
 
     @abstractmethod
     def _stream(
@@ -114,7 +140,27 @@ class RemoteModel(ABC, Generic[ClientT]):
         if self._client is None:
             if not self._api_key and not self.base_url:
                 raise ModelError("auth", self.missing_key)
+            # Everything is passed explicitly so the SDK never falls back to env vars or profiles.
             self._client = self._new_client(
-                self._api_key or PLACEHOLDER_KEY, self.base_url, self._max_retries, self._http_client
+                api_key=self._api_key or PLACEHOLDER_KEY,
+                base_url=self.base_url or self.default_base_url,
+                max_retries=self._max_retries,
+                timeout=self.timeout,
+                http_client=self._http_client,
             )
         return self._client
+
+
+def _status_kind(status: int, overloaded: bool, body_kind: str | None) -> str:
+    if status == 529 or overloaded:
+        return "overloaded"
+    if status == 429:
+        return "rate_limit"
+    if status in (401, 403):
+        return "auth"
+    if status >= 500:
+        return "server"
+    if 400 <= status < 500:
+        return "bad_request"
+    # A status-200 stream that carried an error event: its body type is then the only clue.
+    return body_kind if body_kind in _HEADLINES else "server"

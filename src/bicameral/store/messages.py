@@ -73,10 +73,6 @@ class MessageStore:
         )
         return [inbound_from_json(row["payload"], row_id=row["id"]) for row in rows]
 
-    def status_of(self, row_id: int) -> str | None:
-        row = self._db.query_one("SELECT status FROM messages WHERE id = ?", (row_id,))
-        return row["status"] if row else None
-
     def recent(self, chat: str, limit: int = 50) -> list[dict]:
         rows = self._db.query(
             """SELECT direction, message_id, sender_name, text, created_at FROM messages
@@ -99,17 +95,6 @@ class MessageStore:
             (chat, since, limit),
         )
         return [dict(row) for row in reversed(rows)]
-
-    def text_of(self, chat: str, message_id: str) -> tuple[str, str, bool] | None:
-        """(sender name, text, from bot) of a stored message, for quoting a referent."""
-        row = self._db.query_one(
-            """SELECT sender_name, text, direction FROM messages
-               WHERE chat = ? AND message_id = ? ORDER BY id DESC LIMIT 1""",
-            (chat, message_id),
-        )
-        if row is None:
-            return None
-        return row["sender_name"] or "", row["text"], row["direction"] == "out"
 
 
 def inbound_to_json(inbound: Inbound) -> str:
