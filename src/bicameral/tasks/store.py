@@ -108,10 +108,6 @@ class TaskStore:
         )
         return json.loads(row["messages"]) if row else None
 
-    def checkpoints(self, task_id: str) -> list[tuple[str, list[dict]]]:
-        rows = self._db.query("SELECT reason, messages FROM task_checkpoints WHERE task_id = ? ORDER BY id", (task_id,))
-        return [(row["reason"], json.loads(row["messages"])) for row in rows]
-
 
 def _task(row) -> Task:
     return Task(
