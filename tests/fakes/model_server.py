@@ -17,6 +17,7 @@ Reply resolution for a request whose model is ``m``:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import re
@@ -26,7 +27,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -47,6 +48,8 @@ DEFAULT_RETRY_AFTER = 0.01
 
 # What a reverse proxy in front of a model server sends when its upstream is down.
 _HTML_PAGE = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+
+_DONE = b"data: [DONE]\n\n"  # the OpenAI stream's last line
 
 # Characters of serialised JSON per streamed `input_json_delta` / tool-call `arguments` chunk; small
 # enough that clients must really reassemble partial JSON.
@@ -756,6 +759,18 @@ class ModelServer:
             self.requests.append(req)
             self._cond.notify_all()
 
+    @contextlib.contextmanager
+    def _recording(self, req: Request) -> Iterator[None]:
+        """Record a request as completed however its handler ends (a client that hung up included)."""
+        try:
+            yield
+        except (ConnectionError, asyncio.CancelledError):
+            req.client_disconnected = True
+            raise
+        finally:
+            if req.completed_at is None:
+                self._finish(req, req.reply, req.status or 499, req.response)
+
     def _reject(self, request: web.Request, reason: str) -> None:
         """Remember a malformed request."""
         with self._lock:
@@ -931,37 +946,38 @@ class ModelServer:
             headers=dict(request.headers),
         )
         self._log(req)
-        reply, failure = await self._reply_for(req)
-        if reply is not None and reply.latency > 0:
-            await asyncio.sleep(reply.latency)
-        if reply is None or reply.error_status is not None:
-            status = reply.error_status if reply else 500
-            message = failure or (reply.error_message if reply else "")
-            resp, err = self._anthropic_error(
-                status, message, reply.error_type if reply else None, self._error_headers(reply, status)
-            )
-            self._finish(req, reply, status, err)
-            return resp
-        turn = _make_turn(reply, req, "toolu_01", 22)
-        msg_id = _rand_id("msg_01", 22)
-        message = _anthropic_message(turn, req.model, msg_id)
-        req_id = _rand_id("req_01", 22)
-        if not req.stream and not reply.malformed:
+        with self._recording(req):
+            reply, failure = await self._reply_for(req)
+            if reply is not None and reply.latency > 0:
+                await asyncio.sleep(reply.latency)
+            if reply is None or reply.error_status is not None:
+                status = reply.error_status if reply else 500
+                message = failure or (reply.error_message if reply else "")
+                resp, err = self._anthropic_error(
+                    status, message, reply.error_type if reply else None, self._error_headers(reply, status)
+                )
+                self._finish(req, reply, status, err)
+                return resp
+            turn = _make_turn(reply, req, "toolu_01", 22)
+            msg_id = _rand_id("msg_01", 22)
+            message = _anthropic_message(turn, req.model, msg_id)
+            req_id = _rand_id("req_01", 22)
+            if not req.stream and not reply.malformed:
+                self._finish(req, reply, 200, message)
+                return web.json_response(message, headers={"request-id": req_id, **reply.headers})
+
+            def fmt(payload: dict[str, Any]) -> bytes:
+                """Anthropic SSE framing: named event + data."""
+                return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+            events = _anthropic_events(turn, req.model, msg_id)
+            if reply.malformed:
+                return await self._garbage(request, req, reply, message, events, fmt, headers={"request-id": req_id})
+            etype = reply.error_type or _ANTHROPIC_ERROR_TYPES.get(reply.error_status or 500, "api_error")
+            error_event = {"type": "error", "error": {"type": etype, "message": reply.error_message}}
+            resp = await self._stream(request, req, reply, events, fmt, headers={"request-id": req_id}, error_event=error_event)
             self._finish(req, reply, 200, message)
-            return web.json_response(message, headers={"request-id": req_id, **reply.headers})
-
-        def fmt(payload: dict[str, Any]) -> bytes:
-            """Anthropic SSE framing: named event + data."""
-            return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
-
-        events = _anthropic_events(turn, req.model, msg_id)
-        if reply.malformed:
-            return await self._garbage(request, req, reply, message, events, fmt, headers={"request-id": req_id})
-        etype = reply.error_type or _ANTHROPIC_ERROR_TYPES.get(reply.error_status or 500, "api_error")
-        error_event = {"type": "error", "error": {"type": etype, "message": reply.error_message}}
-        resp = await self._stream(request, req, reply, events, fmt, headers={"request-id": req_id}, error_event=error_event)
-        self._finish(req, reply, 200, message)
-        return resp
+            return resp
 
     async def _handle_count_tokens(self, request: web.Request) -> web.StreamResponse:
         """POST /v1/messages/count_tokens: rough estimate."""
@@ -1016,40 +1032,41 @@ class ModelServer:
             headers=dict(request.headers),
         )
         self._log(req)
-        reply, failure = await self._reply_for(req)
-        if reply is not None and reply.latency > 0:
-            await asyncio.sleep(reply.latency)
-        if reply is None or reply.error_status is not None:
-            status = reply.error_status if reply else 500
-            message = failure or (reply.error_message if reply else "")
-            resp, err = self._openai_error(
-                status, message, reply.error_type if reply else None, self._error_headers(reply, status)
+        with self._recording(req):
+            reply, failure = await self._reply_for(req)
+            if reply is not None and reply.latency > 0:
+                await asyncio.sleep(reply.latency)
+            if reply is None or reply.error_status is not None:
+                status = reply.error_status if reply else 500
+                message = failure or (reply.error_message if reply else "")
+                resp, err = self._openai_error(
+                    status, message, reply.error_type if reply else None, self._error_headers(reply, status)
+                )
+                self._finish(req, reply, status, err)
+                return resp
+            turn = _make_turn(reply, req, "call_", 24)
+            cid, created = _rand_id("chatcmpl-", 29), int(time.time())
+            completion = _openai_completion(turn, req.model, cid, created)
+            headers = {"x-request-id": _rand_id("req_", 32)}
+            if not req.stream and not reply.malformed:
+                self._finish(req, reply, 200, completion)
+                return web.json_response(completion, headers={**headers, **reply.headers})
+
+            def fmt(payload: dict[str, Any]) -> bytes:
+                """OpenAI SSE framing: unnamed data-only events."""
+                return f"data: {json.dumps(payload)}\n\n".encode()
+
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = _openai_chunks(turn, req.model, cid, created, include_usage)
+            if reply.malformed:
+                return await self._garbage(request, req, reply, completion, chunks, fmt, trailer=_DONE, headers=headers)
+            etype, code = _OPENAI_ERRORS.get(reply.error_status or 500, ("server_error", None))
+            error = {"message": reply.error_message, "type": reply.error_type or etype, "param": None, "code": code}
+            resp = await self._stream(
+                request, req, reply, chunks, fmt, trailer=_DONE, headers=headers, error_event={"error": error}
             )
-            self._finish(req, reply, status, err)
-            return resp
-        turn = _make_turn(reply, req, "call_", 24)
-        cid, created = _rand_id("chatcmpl-", 29), int(time.time())
-        completion = _openai_completion(turn, req.model, cid, created)
-        headers = {"x-request-id": _rand_id("req_", 32)}
-        if not req.stream and not reply.malformed:
             self._finish(req, reply, 200, completion)
-            return web.json_response(completion, headers={**headers, **reply.headers})
-
-        def fmt(payload: dict[str, Any]) -> bytes:
-            """OpenAI SSE framing: unnamed data-only events."""
-            return f"data: {json.dumps(payload)}\n\n".encode()
-
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        chunks = _openai_chunks(turn, req.model, cid, created, include_usage)
-        if reply.malformed:
-            return await self._garbage(request, req, reply, completion, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers)
-        etype, code = _OPENAI_ERRORS.get(reply.error_status or 500, ("server_error", None))
-        error_event = {"error": {"message": reply.error_message, "type": reply.error_type or etype, "param": None, "code": code}}
-        resp = await self._stream(
-            request, req, reply, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers, error_event=error_event
-        )
-        self._finish(req, reply, 200, completion)
-        return resp
+            return resp
 
     # ---- misc endpoints --------------------------------------------------------------------------
 
