@@ -9,6 +9,7 @@ import logging
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
 from tests.support.access import write_access
+from tests.support.chat import until_sent
 
 
 async def test_dm_gets_a_reply(telegram, models, start_bot):
@@ -100,7 +101,7 @@ async def test_a_ten_thousand_character_reply_arrives_split(telegram, models, st
     telegram.user_sends(OWNER, "write me a lot")
     await telegram.await_sent(OWNER, 3)
     telegram.user_sends(OWNER, "thanks")
-    await _until_sent(telegram, OWNER, "you're welcome")
+    await until_sent(telegram, OWNER, "you're welcome")
     *sent, last = telegram.sent_messages(OWNER)
     assert len(sent) >= 3 and last["text"] == "you're welcome"
     assert all(len(m["text"]) <= 4096 for m in sent)
@@ -240,9 +241,3 @@ async def test_model_garbage_gets_the_same_sentence_as_a_model_failure(telegram,
     assert garbage == [failure] * 3 and "upstream exploded" not in failure
     assert recovered == "back to normal"
 
-
-async def _until_sent(telegram, chat: int, text: str) -> None:
-    """Wait until `text` was sent to `chat` (after however many messages came before it)."""
-    count = 1
-    while text not in [m["text"] for m in await telegram.await_sent(chat, count)]:
-        count = len(telegram.sent_messages(chat)) + 1
