@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from bicameral.types import Clock
 
@@ -21,7 +22,7 @@ class Breakers:
     _consecutive_errors: int = field(default=0, repr=False)
     _first_error_at: float | None = field(default=None, repr=False)
 
-    def before_call(self, name: str, args: dict) -> str | None:
+    def before_call(self, name: str, args: dict[str, Any]) -> str | None:
         """Refuse a call identical to the one just made: the model is going in circles."""
         signature = name + json.dumps(args, sort_keys=True, default=str)
         if signature == self._last_call:

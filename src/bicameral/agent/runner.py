@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from bicameral.agent.breakers import Breakers
 from bicameral.models.base import (
+    Block,
     Message,
     Model,
     ModelError,
@@ -72,7 +73,7 @@ class NativeRunner:
             messages.append(completion.as_message())
             if not completion.tool_calls:
                 return RunResult(completion.text.strip(), messages, usage, iteration)
-            results: list = []
+            results: list[Block] = []
             for call in completion.tool_calls:
                 if breakers.tripped or breakers.before_call(call.name, call.input):
                     results.append(ToolResultBlock(tool_use_id=call.id, content="not run: turn stopped", is_error=True))

@@ -111,10 +111,10 @@ def _convert_messages(messages: list[Message], data_dir: Path) -> list[dict[str,
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": message.role, "content": blocks})
-    for message in out:
-        if message["role"] == "user":
+    for turn in out:
+        if turn["role"] == "user":
             # tool_result blocks must lead a user turn; merging can put text before them.
-            message["content"].sort(key=lambda b: b["type"] != "tool_result")
+            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
     return out
 
 

@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
+from typing import Any
 
 from bicameral.events import Attachment, Inbound, Quoted, Sender
 from bicameral.store.db import Database
@@ -73,7 +74,7 @@ class MessageStore:
         )
         return [inbound_from_json(row["payload"], row_id=row["id"]) for row in rows]
 
-    def recent(self, chat: str, limit: int = 50) -> list[dict]:
+    def recent(self, chat: str, limit: int = 50) -> list[dict[str, Any]]:
         rows = self._db.query(
             """SELECT direction, message_id, sender_name, text, created_at FROM messages
                WHERE chat = ? ORDER BY id DESC LIMIT ?""",
@@ -87,7 +88,7 @@ class MessageStore:
         )
         return row[0] if row else None
 
-    def recent_since(self, chat: str, since: float, limit: int) -> list[dict]:
+    def recent_since(self, chat: str, since: float, limit: int) -> list[dict[str, Any]]:
         """The last `limit` messages of a chat (both directions) newer than `since`, oldest first."""
         rows = self._db.query(
             """SELECT direction, message_id, sender_name, text, created_at, status FROM messages

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from bicameral.store.db import Database
 from bicameral.types import Clock
@@ -14,11 +15,11 @@ class SessionStore:
         self._db = db
         self._clock = clock
 
-    def load(self, chat: str) -> list[dict]:
+    def load(self, chat: str) -> list[dict[str, Any]]:
         row = self._db.query_one("SELECT messages FROM sessions WHERE chat = ?", (chat,))
         return json.loads(row["messages"]) if row else []
 
-    def save(self, chat: str, messages: list[dict]) -> None:
+    def save(self, chat: str, messages: list[dict[str, Any]]) -> None:
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO sessions (chat, messages, updated_at) VALUES (?, ?, ?)

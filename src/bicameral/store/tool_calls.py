@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from bicameral.store.db import Database
 from bicameral.types import Clock
@@ -22,7 +23,7 @@ class ToolCallStore:
         chat: str | None,
         turn_id: str | None,
         name: str,
-        args: dict,
+        args: dict[str, Any],
         result: str | None,
         error: str | None,
         duration_ms: float,
@@ -43,7 +44,7 @@ class ToolCallStore:
                 ),
             )
 
-    def recent(self, limit: int = 20, chat: str | None = None) -> list[dict]:
+    def recent(self, limit: int = 20, chat: str | None = None) -> list[dict[str, Any]]:
         if chat is None:
             rows = self._db.query("SELECT * FROM tool_calls ORDER BY id DESC LIMIT ?", (limit,))
         else:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
+from typing import Any
 
 from bicameral.store.db import Database
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
@@ -33,8 +35,9 @@ class TaskStore:
 
     def update(self, task_id: str, **fields: object) -> Task:
         fields["updated_at"] = self._clock()
-        if isinstance(fields.get("state"), TaskState):
-            fields["state"] = fields["state"].value  # type: ignore[union-attr]
+        state = fields.get("state")
+        if isinstance(state, TaskState):
+            fields["state"] = state.value
         assignments = ", ".join(f"{name} = ?" for name in fields)
         with self._db.tx() as conn:
             conn.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*fields.values(), task_id))
@@ -67,7 +70,8 @@ class TaskStore:
         return [_task(row) for row in rows]
 
     def count(self, chat: str) -> int:
-        return int(self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))[0])
+        row = self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))
+        return int(row[0]) if row else 0
 
     # --- events ---
 
@@ -88,7 +92,7 @@ class TaskStore:
 
     # --- checkpoints ---
 
-    def checkpoint(self, task_id: str, reason: str, messages: list[dict]) -> None:
+    def checkpoint(self, task_id: str, reason: str, messages: list[dict[str, Any]]) -> None:
         with self._db.tx() as conn:
             conn.execute(
                 "INSERT INTO task_checkpoints (task_id, reason, messages, ts) VALUES (?, ?, ?, ?)",
@@ -102,14 +106,14 @@ class TaskStore:
                 (task_id, task_id),
             )
 
-    def latest_checkpoint(self, task_id: str) -> list[dict] | None:
+    def latest_checkpoint(self, task_id: str) -> list[dict[str, Any]] | None:
         row = self._db.query_one(
             "SELECT messages FROM task_checkpoints WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,)
         )
         return json.loads(row["messages"]) if row else None
 
 
-def _task(row) -> Task:
+def _task(row: sqlite3.Row) -> Task:
     return Task(
         id=row["id"],
         chat=row["chat"],
@@ -130,5 +134,5 @@ def _task(row) -> Task:
     )
 
 
-def _event(row) -> TaskEvent:
+def _event(row: sqlite3.Row) -> TaskEvent:
     return TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"])
