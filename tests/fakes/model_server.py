@@ -787,6 +787,21 @@ class ModelServer:
                 traceback.format_exception_only(type(exc), exc)
             ).strip()
 
+    async def _scripted(
+        self, req: Request, error_response: Callable[..., tuple[web.Response, dict[str, Any]]]
+    ) -> Reply | web.Response:
+        """The reply scripted for a logged request, after its latency; or the error response it scripted."""
+        reply, failure = await self._reply_for(req)
+        if reply is not None and reply.latency > 0:
+            await asyncio.sleep(reply.latency)
+        if reply is None or reply.error_status is not None:
+            status = reply.error_status if reply else 500
+            message = failure or (reply.error_message if reply else "")
+            resp, err = error_response(status, message, reply.error_type if reply else None, self._error_headers(reply, status))
+            self._finish(req, reply, status, err)
+            return resp
+        return reply
+
     def _finish(self, req: Request, reply: Reply | None, status: int, body: dict[str, Any] | None) -> None:
         """Record the outcome on the logged request."""
         with self._cond:
@@ -947,17 +962,9 @@ class ModelServer:
         )
         self._log(req)
         with self._recording(req):
-            reply, failure = await self._reply_for(req)
-            if reply is not None and reply.latency > 0:
-                await asyncio.sleep(reply.latency)
-            if reply is None or reply.error_status is not None:
-                status = reply.error_status if reply else 500
-                message = failure or (reply.error_message if reply else "")
-                resp, err = self._anthropic_error(
-                    status, message, reply.error_type if reply else None, self._error_headers(reply, status)
-                )
-                self._finish(req, reply, status, err)
-                return resp
+            reply = await self._scripted(req, self._anthropic_error)
+            if not isinstance(reply, Reply):
+                return reply  # the scripted error
             turn = _make_turn(reply, req, "toolu_01", 22)
             msg_id = _rand_id("msg_01", 22)
             message = _anthropic_message(turn, req.model, msg_id)
@@ -1033,17 +1040,9 @@ class ModelServer:
         )
         self._log(req)
         with self._recording(req):
-            reply, failure = await self._reply_for(req)
-            if reply is not None and reply.latency > 0:
-                await asyncio.sleep(reply.latency)
-            if reply is None or reply.error_status is not None:
-                status = reply.error_status if reply else 500
-                message = failure or (reply.error_message if reply else "")
-                resp, err = self._openai_error(
-                    status, message, reply.error_type if reply else None, self._error_headers(reply, status)
-                )
-                self._finish(req, reply, status, err)
-                return resp
+            reply = await self._scripted(req, self._openai_error)
+            if not isinstance(reply, Reply):
+                return reply  # the scripted error
             turn = _make_turn(reply, req, "call_", 24)
             cid, created = _rand_id("chatcmpl-", 29), int(time.time())
             completion = _openai_completion(turn, req.model, cid, created)
