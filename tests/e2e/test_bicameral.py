@@ -135,7 +135,12 @@ async def test_status_with_no_task_invents_nothing(telegram, models, start_bot):
 
 async def test_status_mid_task_reports_the_real_last_event(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Find the time in Tokyo.", "label": "tokyo"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Find the time in Tokyo.", "label": "tokyo"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         Reply(tool_calls=[ToolCall("status", {"task": "tokyo"})]),
         model="front",
     )
@@ -175,7 +180,12 @@ async def test_cancel_mid_tool_kills_the_subprocess_and_tells_the_user(telegram,
     tool = SlowCommand()
     tool.pid_file = tmp_path / "pid"
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Run the slow job.", "label": "slow job"}), ToolCall("reply", {"text": "starting it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Run the slow job.", "label": "slow job"}),
+                ToolCall("reply", {"text": "starting it"}),
+            ]
+        ),
         Reply(tool_calls=[ToolCall("cancel", {"task": "slow job"})]),
         model="front",
     )
@@ -199,7 +209,12 @@ async def test_cancel_mid_tool_kills_the_subprocess_and_tells_the_user(telegram,
 
 async def test_restart_with_a_task_running_resumes_from_its_checkpoint_and_delivers_once(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "What time is it in UTC?", "label": "clock"}), ToolCall("reply", {"text": "checking"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "What time is it in UTC?", "label": "clock"}),
+                ToolCall("reply", {"text": "checking"}),
+            ]
+        ),
         model="front",
     )
     models.responder(_voice_echo, model="front")
@@ -252,15 +267,22 @@ async def test_group_addressed_turn_sees_overheard_context_and_quotes_the_addres
     app = await start_bot(**FAST)
     telegram.user_sends(group, "yes, deploying now", user_id=2002, first_name="Ben", chat_type="supergroup", chat_title="Dev")
     await _wait_for(lambda: app.stores.messages.recent(f"telegram:{group}"))
-    msg = telegram.user_sends(group, "@bicameral_test_bot what did Ben say?", user_id=2001, first_name="Ann", chat_type="supergroup", chat_title="Dev")
+    dev = {"chat_type": "supergroup", "chat_title": "Dev"}
+    msg = telegram.user_sends(group, "@bicameral_test_bot what did Ben say?", user_id=2001, first_name="Ann", **dev)
     sent = await telegram.await_sent(group, 1)
     assert "Ben (overheard): yes, deploying now" in models.requests_for("front")[0].last_user_text()
-    assert sent[0]["params"].get("reply_parameters") and str(msg["message_id"]) in json.dumps(sent[0]["params"]["reply_parameters"])
+    quoted = sent[0]["params"].get("reply_parameters")
+    assert quoted and str(msg["message_id"]) in json.dumps(quoted)
 
 
 async def test_back_failure_is_translated_never_raw(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Summarize the report.", "label": "report"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Summarize the report.", "label": "report"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         model="front",
     )
     models.responder(lambda req: Reply(error_status=500, error_message="internal kaboom xyz"), model="back")
@@ -277,7 +299,12 @@ async def test_long_result_is_framed_and_arrives_as_natural_messages(telegram, m
     paragraphs = [f"Finding {i}: " + "the service answered slowly under load. " * 8 for i in range(6)]
     long_result = "\n\n".join(paragraphs)
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Write the load-test report.", "label": "report"}), ToolCall("reply", {"text": "writing it up"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Write the load-test report.", "label": "report"}),
+                ToolCall("reply", {"text": "writing it up"}),
+            ]
+        ),
         model="front",
     )
     models.responder(lambda req: Reply(text="So, the load test is done.\n\n" + long_result), model="front")
@@ -296,7 +323,12 @@ async def test_long_result_is_framed_and_arrives_as_natural_messages(telegram, m
 
 async def test_finished_while_away_is_reintroduced_when_the_user_returns(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Book-keeping export.", "label": "the export"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Book-keeping export.", "label": "the export"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         Reply(text="oh hey!"),
         model="front",
     )
@@ -316,7 +348,8 @@ async def test_finished_while_away_is_reintroduced_when_the_user_returns(telegra
 
 
 async def test_a_burst_that_goes_quiet_mid_thought_gets_a_question(telegram, models, start_bot):
-    models.script(Reply(tool_calls=[ToolCall("wait_for_more", {"question": "Still on the first thing, or moving on?"})]), model="front")
+    question = ToolCall("wait_for_more", {"question": "Still on the first thing, or moving on?"})
+    models.script(Reply(tool_calls=[question]), model="front")
     await start_bot(**FAST, burst_followup_seconds=0.8)
     telegram.user_sends(OWNER, "ok so first thing:")
     sent = await telegram.await_sent(OWNER, 1, timeout=5)
@@ -326,7 +359,12 @@ async def test_a_burst_that_goes_quiet_mid_thought_gets_a_question(telegram, mod
 
 async def test_long_task_sends_status_notes(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Crunch the numbers.", "label": "crunching"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Crunch the numbers.", "label": "crunching"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         model="front",
     )
     models.script(Reply(text="done: 7", latency=4), model="back")
@@ -354,7 +392,7 @@ async def test_a_quote_reply_gives_the_front_the_referent(telegram, models, star
     telegram.user_sends(OWNER, "tell me more", reply_to_message_id=first["message_id"])
     await telegram.await_sent(OWNER, 2)
     burst = _triage(models)[1].last_user_text()
-    assert '<quote id="%s" from="you">first answer</quote>' % first["message_id"] in burst
+    assert f'<quote id="{first["message_id"]}" from="you">first answer</quote>' in burst
 
 
 async def test_malformed_front_actions_are_skipped_and_the_reply_still_goes_out(telegram, models, start_bot):
