@@ -26,8 +26,9 @@ _HEADLINES = {
 }
 
 
-
 class _Client(Protocol):
+    """What the base needs of an SDK client beyond construction."""
+
     async def close(self) -> None: ...
 
 
