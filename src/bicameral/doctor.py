@@ -31,7 +31,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _access_file,
         _telegram,
         _back_model,
-        *(_optional_binary(name, why) for name, why in _OPTIONAL_BINARIES),
+        _claude_cli,
     ]
     all_ok = True
     for check in checks:
@@ -112,8 +112,9 @@ async def _back_model(settings: Settings) -> Check:
 
     ref = settings.back_model
     if ref.startswith("claude-code"):
-        found = shutil.which(getattr(settings, "claude_bin", "claude"))
-        return Check("back model", bool(found), f"{ref}: claude CLI {'at ' + found if found else 'not found; install @anthropic-ai/claude-code'}")
+        found = shutil.which(settings.claude_bin)
+        where = f"at {found}" if found else "not found; install @anthropic-ai/claude-code"
+        return Check("back model", bool(found), f"{ref}: claude CLI {where}")
     try:
         model = build_model(ref, settings)
         error = await asyncio.wait_for(ping(model), timeout=60)
@@ -124,19 +125,7 @@ async def _back_model(settings: Settings) -> Check:
     return Check("back model", True, f"{ref} answered")
 
 
-_OPTIONAL_BINARIES = (
-    ("bwrap", "sandboxed code execution"),
-    ("chromium", "browsing and rendering"),
-    ("claude", "the Claude Code executor"),
-    ("node", "MCP servers from npm"),
-)
-
-
-def _optional_binary(name: str, why: str) -> Callable[[Settings], Awaitable[Check]]:
-    async def check(settings: Settings) -> Check:
-        found = shutil.which(name)
-        detail = f"found at {found}" if found else f"not found (needed only for {why})"
-        return Check(name, bool(found), detail, required=False)
-
-    check.__name__ = name
-    return check
+async def _claude_cli(settings: Settings) -> Check:
+    found = shutil.which(settings.claude_bin)
+    detail = f"found at {found}" if found else "not found (needed only for the claude-code executor)"
+    return Check("claude", bool(found), detail, required=False)

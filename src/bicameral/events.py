@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
 InboundKind = Literal["message", "edit", "command", "synthetic"]
@@ -149,7 +149,7 @@ class SendFile:
     thread_id: str | None = None
 
 
-Action = Union[SendText, EditText, DeleteMessage, React, Typing, SendFile]
+Action = SendText | EditText | DeleteMessage | React | Typing | SendFile
 COSMETIC_ACTIONS = (Typing, React)
 
 

@@ -86,7 +86,7 @@ async def test_loop_runs_tools_then_returns_final_text(tmp_path):
 async def test_three_consecutive_tool_errors_trip_the_breaker(tmp_path):
     model = ScriptedModel(*[[("broken", {"text": str(i)})] for i in range(5)], "never")
     result = await _runner(model).run("sys", [Message.user("hi")], _ctx(tmp_path))
-    assert result.stopped and "3 tool errors" in result.stopped
+    assert result.stop_reason and "3 tool errors" in result.stop_reason
     assert len(model.calls) == 3
     assert result.messages[-1].role == "assistant"
 
@@ -94,14 +94,14 @@ async def test_three_consecutive_tool_errors_trip_the_breaker(tmp_path):
 async def test_the_same_call_repeated_trips_the_breaker(tmp_path):
     model = ScriptedModel([("echo", {"text": "x"})], [("echo", {"text": "x"})], "never")
     result = await _runner(model).run("sys", [Message.user("hi")], _ctx(tmp_path))
-    assert result.stopped and "repeated" in result.stopped
+    assert result.stop_reason and "repeated" in result.stop_reason
     assert len(model.calls) == 2
 
 
 async def test_max_iterations_stops_the_loop(tmp_path):
     model = ScriptedModel(*[[("echo", {"text": str(i)})] for i in range(10)])
     result = await _runner(model, max_iterations=3).run("sys", [Message.user("hi")], _ctx(tmp_path))
-    assert result.stopped == "it hit the step limit"
+    assert result.stop_reason == "it hit the step limit"
     assert len(model.calls) == 3
 
 

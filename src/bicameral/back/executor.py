@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
+from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
@@ -24,7 +23,7 @@ class NativeExecutor(Executor):
         self._settings = settings
         self._stores = stores
         self._runner = runner
-        self._system = resources.files("bicameral.prompts").joinpath("back.md").read_text(encoding="utf-8")
+        self._system = prompts.load("back.md")
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         saved = control.resume_messages()
@@ -62,9 +61,9 @@ class NativeExecutor(Executor):
                 break
             # Context that arrived after the last tool step must still shape the answer.
             messages = result.messages + [Message.user(late)]
-        if result.stopped:
+        if result.stop_reason:
             partial = f"{result.text}\n\n" if result.text else ""
-            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stopped}")
+            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stop_reason}")
         return TaskOutcome(result=result.text or "(finished, with nothing to report)")
 
 

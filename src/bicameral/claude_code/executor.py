@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
+from bicameral import prompts
 from bicameral.claude_code.failures import Recovery
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
@@ -33,7 +32,7 @@ class ClaudeCodeExecutor(Executor):
         self._stores = stores
         plugins = load_plugins(settings.resolved_plugins_path)
         self._tools = visible_tools(registry, plugins).subset(exclude_messaging=True)
-        system = resources.files("bicameral.prompts").joinpath("back.md").read_text(encoding="utf-8")
+        system = prompts.load("back.md")
         self._config = WorkerConfig.from_settings(
             settings, system_prompt=system, tool_groups=plugins.tool_groups, base_env=child_process_env()
         )

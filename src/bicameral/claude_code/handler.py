@@ -7,8 +7,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from importlib import resources
 
+from bicameral import prompts
 from bicameral.agent.failures import describe_stop
 from bicameral.claude_code.failures import Failure, Recovery, classify
 from bicameral.claude_code.spec import (
@@ -24,7 +24,7 @@ from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
 from bicameral.conversation.turn import Turn
 from bicameral.errors import ConfigError
-from bicameral.events import Action, ActionResult, Inbound, SendText, chat_key
+from bicameral.events import Inbound, SendText, chat_key
 from bicameral.mcp.plugins import (
     PluginsConfig,
     load_plugins,
@@ -35,10 +35,10 @@ from bicameral.models.base import ImageBlock, TextBlock, read_image
 from bicameral.store import Stores
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
+from bicameral.types import Perform
 
 log = logging.getLogger(__name__)
 
-Perform = Callable[[Action], Awaitable[ActionResult]]
 
 SESSION_KEY_PREFIX = "claude_code.session:"
 # An idle chat's process is stopped after this long (its session is kept and resumed on the next message).
@@ -94,7 +94,7 @@ class ClaudeCodeChamber:
         self._background: set[asyncio.Task] = set()
         self._reaper: asyncio.Task | None = None
         self._gave_up = False
-        self._template = resources.files("bicameral.prompts").joinpath("claude_code.md").read_text(encoding="utf-8")
+        self._template = prompts.load("claude_code.md")
 
     # --- TurnHandler ---
 

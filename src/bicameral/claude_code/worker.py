@@ -58,12 +58,11 @@ from bicameral.mcp.plugins import ToolGroups
 from bicameral.mcp.server import McpToolServer, ToolBinding
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
+from bicameral.types import Clock, Sleep
 
 log = logging.getLogger(__name__)
 cc = logging.getLogger("bicameral.cc")
 
-Clock = Callable[[], float]
-Sleep = Callable[[float], Awaitable[None]]
 Spawn = Callable[[SpawnSpec], Awaitable[asyncio.subprocess.Process]]
 
 # A line of stream-json can carry a whole image (the replay of a photo we sent): allow big lines.

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bicameral.config import Settings
@@ -14,10 +13,10 @@ from bicameral.conversation.router import ActionRouter
 from bicameral.conversation.turn import Turn, TurnHandler
 from bicameral.events import Action, ActionResult, Inbound, SendFile, SendText, Typing, is_owner
 from bicameral.store.messages import MessageStore
+from bicameral.types import Sleep
 
 log = logging.getLogger(__name__)
 
-Sleep = Callable[[float], Awaitable[None]]
 _STOP_GRACE_SECONDS = 0.8
 _FAILURE_TEXT = "Something went wrong on my side while working on that. Please try again."
 

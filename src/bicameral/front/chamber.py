@@ -9,8 +9,8 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from importlib import resources
 
+from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks
@@ -72,7 +72,7 @@ class FrontChamber:
             max_attempts=settings.task_max_attempts,
             retry_delay=settings.task_retry_delay_seconds,
         )
-        self._template = resources.files("bicameral.prompts").joinpath("front.md").read_text(encoding="utf-8")
+        self._template = prompts.load("front.md")
         self._followups: dict[str, asyncio.Task] = {}
         self._notes_loop: asyncio.Task | None = None
         self._last_note: dict[str, float] = {}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from importlib import resources
 
+from bicameral import prompts
 from bicameral.agent.failures import describe_model_error, describe_stop
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.session import prepare_for_storage
@@ -25,7 +25,7 @@ class SingleChamber:
         self._settings = settings
         self._stores = stores
         self._runner = runner
-        self._template = resources.files("bicameral.prompts").joinpath("single.md").read_text(encoding="utf-8")
+        self._template = prompts.load("single.md")
 
     def system_prompt(self, turn: Turn) -> str:
         first = turn.batch[0]
@@ -61,8 +61,8 @@ class SingleChamber:
             self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])
         else:
             reply = result.text
-            if result.stopped:
-                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stopped)
+            if result.stop_reason:
+                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stop_reason)
             self._save(turn.chat, result.messages)
         if reply:
             await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id))

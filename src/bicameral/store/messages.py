@@ -6,10 +6,12 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
+from typing import Any
 
 from bicameral.events import Attachment, Inbound, Quoted, Sender
 from bicameral.redaction import scrub
 from bicameral.store.db import Database
+from bicameral.types import Clock
 
 PENDING = "pending"  # accepted, not yet answered: a restart replays these
 CONSUMED = "consumed"  # a turn answered it
@@ -17,9 +19,7 @@ IGNORED = "ignored"  # stored for history only (overheard in a group, command ha
 
 
 class MessageStore:
-    def __init__(
-        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
-    ) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact  # for what we send: inbound text was scrubbed by the gate
@@ -76,11 +76,7 @@ class MessageStore:
         )
         return [inbound_from_json(row["payload"], row_id=row["id"]) for row in rows]
 
-    def status_of(self, row_id: int) -> str | None:
-        row = self._db.query_one("SELECT status FROM messages WHERE id = ?", (row_id,))
-        return row["status"] if row else None
-
-    def recent(self, chat: str, limit: int = 50) -> list[dict]:
+    def recent(self, chat: str, limit: int = 50) -> list[dict[str, Any]]:
         rows = self._db.query(
             """SELECT direction, message_id, sender_name, text, created_at FROM messages
                WHERE chat = ? ORDER BY id DESC LIMIT ?""",
@@ -94,7 +90,7 @@ class MessageStore:
         )
         return row[0] if row else None
 
-    def recent_since(self, chat: str, since: float, limit: int) -> list[dict]:
+    def recent_since(self, chat: str, since: float, limit: int) -> list[dict[str, Any]]:
         """The last `limit` messages of a chat (both directions) newer than `since`, oldest first."""
         rows = self._db.query(
             """SELECT direction, message_id, sender_name, text, created_at, status FROM messages
@@ -102,17 +98,6 @@ class MessageStore:
             (chat, since, limit),
         )
         return [dict(row) for row in reversed(rows)]
-
-    def text_of(self, chat: str, message_id: str) -> tuple[str, str, bool] | None:
-        """(sender name, text, from bot) of a stored message, for quoting a referent."""
-        row = self._db.query_one(
-            """SELECT sender_name, text, direction FROM messages
-               WHERE chat = ? AND message_id = ? ORDER BY id DESC LIMIT 1""",
-            (chat, message_id),
-        )
-        if row is None:
-            return None
-        return row["sender_name"] or "", row["text"], row["direction"] == "out"
 
 
 def inbound_to_json(inbound: Inbound) -> str:

@@ -24,13 +24,13 @@ from bicameral.events import (
     Typing,
     split_chat_key,
 )
+from bicameral.types import Sleep
 
 from .format import html_to_plain, markdown_to_html, split_for_telegram
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Sleep = Callable[[float], Awaitable[object]]
 # Sends one piece of text with a parse mode (None = plain) and returns what Telegram answered.
 _TextCall = Callable[[str, ParseMode | None], Awaitable[T]]
 
