@@ -35,12 +35,16 @@ def options(tmp_path: Path, **overrides) -> LaunchOptions:
         model="claude-sonnet-4-5",
         effort="medium",
         cwd=tmp_path,
-        mcp=McpEndpoint(url="http://127.0.0.1:4321/mcp", token="tok-abcdef123456"),
-        mcp_config_path=tmp_path / "mcp.json",
         system_prompt="You are a test.",
     )
     values.update(overrides)
     return LaunchOptions(**values)
+
+
+def spec_of(opts: LaunchOptions, **kwargs) -> SpawnSpec:
+    """`build_spec` with a fixed MCP endpoint whose config goes to `<cwd>/mcp.json`."""
+    endpoint = McpEndpoint(url="http://127.0.0.1:4321/mcp", token="tok-abcdef123456")
+    return build_spec(opts, mcp=endpoint, mcp_config_path=opts.cwd / "mcp.json", **kwargs)
 
 
 def flag(argv: tuple[str, ...], name: str) -> str:
@@ -48,7 +52,7 @@ def flag(argv: tuple[str, ...], name: str) -> str:
 
 
 def test_default_argv_is_a_locked_down_stream_json_worker(tmp_path):
-    spec = build_spec(options(tmp_path), session_id=SESSION, resume=False)
+    spec = spec_of(options(tmp_path), session_id=SESSION, resume=False)
     argv = spec.argv
     assert argv[:2] == ("claude", "--print")
     assert flag(argv, "--input-format") == "stream-json" and flag(argv, "--output-format") == "stream-json"
@@ -66,7 +70,7 @@ def test_default_argv_is_a_locked_down_stream_json_worker(tmp_path):
 
 
 def test_resume_passes_the_stored_session(tmp_path):
-    spec = build_spec(options(tmp_path), session_id=SESSION, resume=True)
+    spec = spec_of(options(tmp_path), session_id=SESSION, resume=True)
     assert flag(spec.argv, "--resume") == SESSION and "--session-id" not in spec.argv
     assert spec.resume and spec.session_id == SESSION
 
@@ -80,7 +84,7 @@ def test_resume_passes_the_stored_session(tmp_path):
     ],
 )
 def test_a_tool_group_moves_its_tools_from_the_deny_list_to_the_allow_list(tmp_path, groups, unlocked):
-    argv = build_spec(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
+    argv = spec_of(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
     denied = flag(argv, "--disallowedTools").split(",")
     allowed = flag(argv, "--allowedTools").split(",")
     available = flag(argv, "--tools").split(",")
@@ -91,7 +95,7 @@ def test_a_tool_group_moves_its_tools_from_the_deny_list_to_the_allow_list(tmp_p
 
 def test_all_groups_unlocked_leaves_nothing_to_deny(tmp_path):
     groups = ToolGroups(bash=True, code=True, subagents=True)
-    argv = build_spec(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
+    argv = spec_of(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
     assert "--disallowedTools" not in argv
     assert set(GATED_BUILTINS) <= set(flag(argv, "--allowedTools").split(","))
 
@@ -108,11 +112,11 @@ def test_all_groups_unlocked_leaves_nothing_to_deny(tmp_path):
 )
 def test_the_builder_refuses_a_permission_bypass(tmp_path, extra):
     with pytest.raises(ForbiddenFlagError):
-        build_spec(options(tmp_path), session_id=SESSION, resume=False, extra_args=extra)
+        spec_of(options(tmp_path), session_id=SESSION, resume=False, extra_args=extra)
 
 
 def test_the_spawn_time_check_refuses_a_tampered_spec(tmp_path):
-    good = build_spec(options(tmp_path), session_id=SESSION, resume=False)
+    good = spec_of(options(tmp_path), session_id=SESSION, resume=False)
     tampered = SpawnSpec(
         argv=(*good.argv, "--dangerously-skip-permissions"), env=good.env, cwd=good.cwd, session_id=SESSION, resume=False
     )
@@ -124,7 +128,7 @@ def test_the_spawn_time_check_refuses_a_tampered_spec(tmp_path):
 
 
 def test_mcp_config_always_loads_our_server_with_its_token(tmp_path):
-    spec = build_spec(options(tmp_path), session_id=SESSION, resume=False)
+    spec = spec_of(options(tmp_path), session_id=SESSION, resume=False)
     config = json.loads(spec.files[tmp_path / "mcp.json"])
     server = config["mcpServers"]["bicameral"]
     assert server == {
@@ -161,7 +165,7 @@ def test_credentials_come_only_from_settings_and_a_base_url_disables_side_traffi
 
 
 def test_redaction_hides_keys_in_argv_and_env(tmp_path):
-    spec = build_spec(
+    spec = spec_of(
         options(tmp_path, api_key="sk-ant-secret-value-123", system_prompt="key sk-ant-secret-value-123"),
         session_id=SESSION,
         resume=False,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from importlib import resources
 
+from bicameral.claude_code.exchange import Prompt
 from bicameral.claude_code.failures import Recovery
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.turn import Prompt
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
 from bicameral.mcp.plugins import load_plugins, visible_tools
@@ -76,6 +76,6 @@ class ClaudeCodeExecutor(Executor):
             return TaskOutcome(
                 error_kind=failure.kind, error=failure.message, retryable=failure.recovery is not Recovery.GIVE_UP
             )
-        if outcome.stopped:
-            return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stopped}")
+        if outcome.stop_reason:
+            return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stop_reason}")
         return TaskOutcome(result=outcome.final_text or "(finished, with nothing to report)")

@@ -10,7 +10,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import resources
 
 from bicameral.agent.failures import describe_stop
+from bicameral.claude_code.exchange import Prompt, PromptImage, TurnOutcome
 from bicameral.claude_code.failures import Failure, Recovery, classify
+from bicameral.claude_code.process import Spawn, cli_version, spawn_process
 from bicameral.claude_code.spec import (
     MCP_NAMESPACE,
     MIN_VERSION,
@@ -18,8 +20,7 @@ from bicameral.claude_code.spec import (
     too_old,
 )
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.turn import Prompt, PromptImage, TurnOutcome
-from bicameral.claude_code.worker import ClaudeCodeWorker, Spawn, WorkerConfig, cli_version, spawn_process
+from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
 from bicameral.conversation.turn import Turn
@@ -175,8 +176,8 @@ class ClaudeCodeChamber:
         failure = outcome.failure
         if failure is not None:
             await self._report(turn, ctx, worker, failure, unfinished=outcome.unfinished)
-        elif outcome.stopped is not None:
-            await self._say(turn, describe_stop(outcome.stopped))
+        elif outcome.stop_reason is not None:
+            await self._say(turn, describe_stop(outcome.stop_reason))
         elif self._dropped_text(outcome, ctx):
             # Still unsent after the nudges: the CLI's own diagnostics get a plain explanation,
             # anything else is the model's answer and is delivered for it.

@@ -54,8 +54,6 @@ class LaunchOptions:
     model: str
     effort: str
     cwd: Path
-    mcp: McpEndpoint
-    mcp_config_path: Path
     system_prompt: str = ""
     tool_groups: ToolGroups = ToolGroups()
     base_env: Mapping[str, str] = field(default_factory=dict)
@@ -123,6 +121,8 @@ def child_env(
 def build_spec(
     options: LaunchOptions,
     *,
+    mcp: McpEndpoint,
+    mcp_config_path: Path,
     session_id: str,
     resume: bool,
     extra_args: Sequence[str] = (),
@@ -140,7 +140,7 @@ def build_spec(
         "--replay-user-messages",
         "--model", options.model,
         "--effort", options.effort,
-        "--mcp-config", str(options.mcp_config_path),
+        "--mcp-config", str(mcp_config_path),
         "--strict-mcp-config",
         # --tools limits which built-ins exist at all; the allow and deny lists then settle permissions.
         "--tools", ",".join(allowed_builtins(groups)),
@@ -162,7 +162,7 @@ def build_spec(
         cwd=options.cwd,
         session_id=session_id,
         resume=resume,
-        files={options.mcp_config_path: options.mcp.config()},
+        files={mcp_config_path: mcp.config()},
     )
     assert_safe(spec)
     return spec

@@ -117,15 +117,15 @@ def parse_line(line: str | bytes) -> list[StreamEvent]:
     try:
         obj = json.loads(line)
     except ValueError:
-        log.warning("skipped a malformed stream-json line: %s", _preview(line))
+        log.warning("skipped a malformed stream-json line: %s", preview(line, _PREVIEW))
         return []
     if not isinstance(obj, dict):
-        log.warning("skipped a stream-json line that is not an object: %s", _preview(line))
+        log.warning("skipped a stream-json line that is not an object: %s", preview(line, _PREVIEW))
         return []
     try:
         return _parse(obj)
     except (TypeError, ValueError, AttributeError) as exc:
-        log.warning("skipped a stream-json event with an unexpected shape (%s): %s", exc, _preview(line))
+        log.warning("skipped a stream-json event with an unexpected shape (%s): %s", exc, preview(line, _PREVIEW))
         return []
 
 
@@ -179,7 +179,7 @@ def _parse(obj: dict[str, Any]) -> list[StreamEvent]:
             )
         ]
     if not kind:
-        log.warning("skipped a stream-json event without a type: %s", _preview(json.dumps(obj)))
+        log.warning("skipped a stream-json event without a type: %s", preview(json.dumps(obj), _PREVIEW))
         return []
     return [Other(type=kind, subtype=subtype)]
 
@@ -258,5 +258,7 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _preview(text: str) -> str:
-    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+def preview(text: str, limit: int = 160) -> str:
+    """One line of at most `limit` characters, for log lines."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
