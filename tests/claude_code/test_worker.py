@@ -30,7 +30,7 @@ async def make_worker(tmp_path):
         launch = LaunchOptions(
             binary=str(binary), model="fake", effort="low", cwd=tmp_path / "work", base_env={"PATH": "/usr/bin:/bin"}
         )
-        config = WorkerConfig(launch=launch, capture_dir=tmp_path / "cc_logs")
+        config = WorkerConfig(launch=launch, capture_dir=tmp_path / "cc_logs", token_dir=tmp_path / "mcp")
         worker = ClaudeCodeWorker(
             "test",
             config,
@@ -113,7 +113,7 @@ async def test_crashes_back_off_exponentially_then_the_worker_gives_up(tmp_path)
         gave_up.append(failure.kind)
 
     launch = LaunchOptions(binary="/bin/false", model="m", effort="low", cwd=tmp_path / "w")
-    config = WorkerConfig(launch=launch, capture_dir=tmp_path / "c")
+    config = WorkerConfig(launch=launch, capture_dir=tmp_path / "c", token_dir=tmp_path / "mcp")
     worker = ClaudeCodeWorker(
         "crashy",
         config,

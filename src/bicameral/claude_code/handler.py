@@ -207,6 +207,8 @@ class ClaudeCodeChamber:
         if worker is None:
             config = WorkerConfig.from_settings(
                 self._settings,
+                chat=turn.chat,
+                for_owner=turn.is_owner and turn.batch[-1].is_private,
                 system_prompt=self.system_prompt(turn.batch[0]),
                 tool_groups=self.plugins.tool_groups,
                 base_env=self._base_env,

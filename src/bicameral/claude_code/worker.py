@@ -55,6 +55,7 @@ from bicameral.claude_code.stream import (
     preview,
 )
 from bicameral.claude_code.supervision import CrashBudget, SessionIds, Supervisor
+from bicameral.claude_code.workspace import private_dir, token_dir, workspace
 from bicameral.config import Settings
 from bicameral.mcp.plugins import ToolGroups
 from bicameral.mcp.server import McpToolServer, ToolBinding
@@ -78,6 +79,8 @@ class WorkerConfig:
 
     launch: LaunchOptions
     capture_dir: Path
+    token_dir: Path  # where the MCP config with the bearer token goes: outside every CLI working dir
+    for_owner: bool = False  # the owner's own chat: owner-only tools are listed
     tool_descriptions: Mapping[str, str] = field(default_factory=dict)
     liveness_timeout: float = 300.0
     liveness_poll: float = 30.0
@@ -92,11 +95,15 @@ class WorkerConfig:
         cls,
         settings: Settings,
         *,
+        chat: str,
+        for_owner: bool,
         system_prompt: str,
         tool_groups: ToolGroups,
         base_env: Mapping[str, str],
         tool_descriptions: Mapping[str, str] | None = None,
     ) -> WorkerConfig:
+        """The config for a worker serving `chat`; the unlocked `tool_groups` apply only `for_owner`."""
+
         def secret(value: SecretStr | None) -> str | None:
             return (value.get_secret_value() or None) if value is not None else None
 
@@ -105,9 +112,9 @@ class WorkerConfig:
             binary=settings.claude_bin,
             model=settings.back.model,
             effort=settings.claude_effort,
-            cwd=data_dir / "claude_code",
+            cwd=workspace(data_dir, chat).cwd,
             system_prompt=system_prompt,
-            tool_groups=tool_groups,
+            tool_groups=tool_groups if for_owner else ToolGroups(),
             base_env=dict(base_env),
             api_key=secret(settings.anthropic_api_key),
             base_url=settings.anthropic_base_url,
@@ -116,6 +123,8 @@ class WorkerConfig:
         return cls(
             launch=launch,
             capture_dir=capture_dir(data_dir),
+            token_dir=token_dir(data_dir),
+            for_owner=for_owner,
             tool_descriptions=dict(tool_descriptions or {}),
             liveness_timeout=settings.liveness_timeout_seconds,
             liveness_poll=settings.liveness_poll_seconds,
@@ -539,6 +548,7 @@ class ClaudeCodeWorker:
                 context=lambda: self._ctx,
                 on_activity=self._supervisor.tool_activity,
                 descriptions=self._cfg.tool_descriptions,
+                is_owner=self._cfg.for_owner,
             )
             endpoint = self._mcp.bind(binding)
             self._endpoint = McpEndpoint(url=endpoint.url, token=endpoint.token)
@@ -547,7 +557,8 @@ class ClaudeCodeWorker:
         resume = stored is not None
         session_id = stored or str(uuid.uuid4())
         launch = self._cfg.launch
-        launch.cwd.mkdir(parents=True, exist_ok=True)
+        private_dir(launch.cwd)
+        private_dir(self._cfg.token_dir)
         spec = build_spec(
             launch, mcp=self._endpoint, mcp_config_path=self._mcp_config_path(), session_id=session_id, resume=resume
         )
@@ -625,7 +636,7 @@ class ClaudeCodeWorker:
 
     def _mcp_config_path(self) -> Path:
         # Per worker instance: a replaced worker's cleanup must not remove its successor's file.
-        return self._cfg.launch.cwd / f".mcp-{_slug(self.name)}-{self._instance}.json"
+        return self._cfg.token_dir / f"{_slug(self.name)}-{self._instance}.json"
 
     def _track(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
         self._tasks.add(task)

@@ -36,6 +36,8 @@ class ToolBinding:
     on_activity: Callable[[bool], None] = lambda started: None
     # Descriptions that read differently for this caller (e.g. "this is how every answer reaches the user").
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    # The caller serves the owner's own chat: owner-only tools are listed (each call is still checked).
+    is_owner: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ class McpToolServer:
                     description=binding.descriptions.get(spec.name, spec.description),
                     input_schema=spec.input_schema,
                 )
-                for spec in binding.registry.specs()
+                for spec in binding.registry.specs(is_owner=binding.is_owner)
             ]
         )
 

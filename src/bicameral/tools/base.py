@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -53,6 +53,17 @@ class Tool:
     args_model: ClassVar[type[BaseModel]]
     # Tools that speak to the user directly; the front chamber owns these in bicameral mode.
     messaging: ClassVar[bool] = False
+    # What the tool can reach beyond the chat; either makes it owner-only unless the class says otherwise.
+    reads_files: ClassVar[bool] = False
+    runs_programs: ClassVar[bool] = False
+    # Offered to and run for the owner's turns only (the registry enforces it). Declare it on the class to
+    # override the default; a subclass that does not declare it gets the default from its own flags.
+    owner_only: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "owner_only" not in cls.__dict__:
+            cls.owner_only = cls.reads_files or cls.runs_programs
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError

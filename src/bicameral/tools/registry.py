@@ -40,7 +40,7 @@ def discover_tools(package: str = "bicameral.tools") -> list[Tool]:
 
 
 class ToolRegistry:
-    """The one place tools run: the native runner, the MCP server and sub-agents all call `execute`."""
+    """The one place tools run (the native runner, the MCP server and sub-agents all call `execute`) and are gated."""
 
     def __init__(
         self,
@@ -76,8 +76,9 @@ class ToolRegistry:
         tools = [t for n, t in self._tools.items() if n in keep and not (exclude_messaging and t.messaging)]
         return ToolRegistry(tools, audit=self._audit, timeout=self._timeout)
 
-    def specs(self) -> list[ToolSpec]:
-        return list(self._specs)
+    def specs(self, *, is_owner: bool = False) -> list[ToolSpec]:
+        """The tools to offer a turn: owner-only ones only when the owner is asking."""
+        return [spec for spec in self._specs if is_owner or not self._tools[spec.name].owner_only]
 
     async def execute(self, name: str, raw_args: dict, ctx: ToolContext) -> ToolResult:
         """Validate, run (with a timeout) and audit one call; failures come back as error results."""
@@ -105,8 +106,12 @@ class ToolRegistry:
 
     async def _run(self, name: str, raw_args: dict, ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)
+        if tool is not None and tool.owner_only and not ctx.is_owner:
+            log.warning("refused owner-only tool %s in %s", name, ctx.chat)
+            return ToolResult.error(f"{name} is only for the owner; it is not available in this chat")
         if tool is None:
-            return ToolResult.error(f"unknown tool {name!r}; available tools: {', '.join(self.names())}")
+            available = ", ".join(spec.name for spec in self.specs(is_owner=ctx.is_owner))
+            return ToolResult.error(f"unknown tool {name!r}; available tools: {available}")
         if not isinstance(raw_args, dict) or "_raw" in raw_args:
             return ToolResult.error(f"arguments for {name} were not a JSON object: {str(raw_args)[:200]}")
         try:
