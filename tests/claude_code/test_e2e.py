@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -247,7 +248,7 @@ async def test_reset_starts_a_fresh_cli_session(telegram, models, start_cc_bot):
     assert await wait_for(lambda: session_of(app) not in (None, first), what="the new session id")
 
 
-async def test_kill_9_mid_turn_resumes_the_session_and_still_answers(telegram, models, start_cc_bot, cli_home):
+async def test_kill_9_mid_turn_resumes_the_session_and_still_answers(telegram, models, start_cc_bot):
     stalled: list[Request] = []
 
     def decide(req: Request) -> Reply:
@@ -270,8 +271,9 @@ async def test_kill_9_mid_turn_resumes_the_session_and_still_answers(telegram, m
     session = session_of(app)
     assert session is not None  # stored once the CLI took the message in
     # The CLI writes its transcript a moment after each step; kill once the tool step is on disk.
-    await wait_for(lambda: _transcript_has(cli_home, session, "tool_result"), what="the CLI to save the tool step")
     worker = app.handler.worker_for(CHAT)
+    config_dir = Path(worker.spawns[-1].env["CLAUDE_CONFIG_DIR"])
+    await wait_for(lambda: _transcript_has(config_dir, session, "tool_result"), what="the CLI to save the tool step")
     os.kill(worker.pid, signal.SIGKILL)
     sent = await telegram.await_sent(OWNER, 1, timeout=30)
     assert sent[0]["text"] == "answer to the very first question"
@@ -283,9 +285,9 @@ async def test_kill_9_mid_turn_resumes_the_session_and_still_answers(telegram, m
     assert len(telegram.sent_messages(OWNER)) == 1
 
 
-def _transcript_has(home, session: str, needle: str) -> bool:
+def _transcript_has(config_dir: Path, session: str, needle: str) -> bool:
     """Whether the CLI's own transcript of `session` (under its config dir) contains `needle`."""
-    return any(needle in path.read_text(errors="replace") for path in (home / ".claude").rglob(f"{session}.jsonl"))
+    return any(needle in path.read_text(errors="replace") for path in config_dir.rglob(f"{session}.jsonl"))
 
 
 @pytest.mark.parametrize("confirmed", [False, True])

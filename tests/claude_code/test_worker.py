@@ -28,7 +28,12 @@ async def make_worker(tmp_path):
     def make(scenario: str) -> ClaudeCodeWorker:
         binary = write_fake_cli(tmp_path / f"claude-{scenario}", scenario)
         launch = LaunchOptions(
-            binary=str(binary), model="fake", effort="low", cwd=tmp_path / "work", base_env={"PATH": "/usr/bin:/bin"}
+            binary=str(binary),
+            model="fake",
+            effort="low",
+            cwd=tmp_path / "work",
+            home=tmp_path / "home",
+            base_env={"PATH": "/usr/bin:/bin"},
         )
         config = WorkerConfig(launch=launch, capture_dir=tmp_path / "cc_logs", token_dir=tmp_path / "mcp")
         worker = ClaudeCodeWorker(
@@ -112,7 +117,7 @@ async def test_crashes_back_off_exponentially_then_the_worker_gives_up(tmp_path)
     async def on_giveup(failure) -> None:
         gave_up.append(failure.kind)
 
-    launch = LaunchOptions(binary="/bin/false", model="m", effort="low", cwd=tmp_path / "w")
+    launch = LaunchOptions(binary="/bin/false", model="m", effort="low", cwd=tmp_path / "w", home=tmp_path / "h")
     config = WorkerConfig(launch=launch, capture_dir=tmp_path / "c", token_dir=tmp_path / "mcp")
     worker = ClaudeCodeWorker(
         "crashy",

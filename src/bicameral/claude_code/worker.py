@@ -108,17 +108,20 @@ class WorkerConfig:
             return (value.get_secret_value() or None) if value is not None else None
 
         data_dir = settings.data_dir.resolve()
+        place = workspace(data_dir, chat)
         launch = LaunchOptions(
             binary=settings.claude_bin,
             model=settings.back.model,
             effort=settings.claude_effort,
-            cwd=workspace(data_dir, chat).cwd,
+            cwd=place.cwd,
+            home=place.home,
             system_prompt=system_prompt,
             tool_groups=tool_groups if for_owner else ToolGroups(),
             base_env=dict(base_env),
             api_key=secret(settings.anthropic_api_key),
             base_url=settings.anthropic_base_url,
             oauth_token=secret(settings.claude_oauth_token),
+            proxy=settings.claude_proxy,
         )
         return cls(
             launch=launch,
@@ -557,8 +560,8 @@ class ClaudeCodeWorker:
         resume = stored is not None
         session_id = stored or str(uuid.uuid4())
         launch = self._cfg.launch
-        private_dir(launch.cwd)
-        private_dir(self._cfg.token_dir)
+        for directory in (launch.cwd, launch.home / ".claude", self._cfg.token_dir):
+            private_dir(directory)
         spec = build_spec(
             launch, mcp=self._endpoint, mcp_config_path=self._mcp_config_path(), session_id=session_id, resume=resume
         )
@@ -568,7 +571,7 @@ class ClaudeCodeWorker:
         capture = WireCapture(self._cfg.capture_dir, session_id, secrets=secrets)
         shown = {"argv": spec.redacted_argv(secrets), "env": spec.redacted_env(secrets), "cwd": str(spec.cwd)}
         capture.note("spawn " + json.dumps(shown))
-        assert_safe(spec)  # the last look before anything runs
+        assert_safe(spec, launch.tool_groups)  # the last look before anything runs
         self.spawns.append(spec)
         try:
             process = await CliProcess.start(

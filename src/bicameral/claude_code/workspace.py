@@ -19,10 +19,6 @@ class Workspace:
     def config_dir(self) -> Path:
         return self.home / ".claude"
 
-    def create(self) -> None:
-        for path in (self.cwd, self.config_dir):
-            private_dir(path)
-
 
 def root(data_dir: Path) -> Path:
     return data_dir / "claude_code"
