@@ -34,7 +34,7 @@ def context(chat: str, settings: Settings, router: list[tuple[str, str]]) -> Too
         router.append((action.chat, action.text))
         return ActionResult(ok=True, message_ids=(str(len(router)),))
 
-    return ToolContext(chat=chat, turn_id=f"turn-{chat}", settings=settings, perform=perform)
+    return ToolContext(chat=chat, turn_id=f"turn-{chat}", data_dir=settings.data_dir, perform=perform)
 
 
 async def test_each_caller_s_calls_run_in_its_own_running_turn(server, tmp_path):

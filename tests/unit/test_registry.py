@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from bicameral.config import Settings
 from bicameral.events import Action, ActionResult
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry, discover_tools
@@ -76,9 +75,7 @@ def _ctx(*, is_owner: bool) -> ToolContext:
     async def perform(action: Action) -> ActionResult:
         return ActionResult(ok=True)
 
-    return ToolContext(
-        chat="telegram:7", turn_id="t1", settings=Settings.for_test(Path("unused")), perform=perform, is_owner=is_owner
-    )
+    return ToolContext(chat="telegram:7", turn_id="t1", data_dir=Path("data"), perform=perform, is_owner=is_owner)
 
 
 def test_tools_that_read_files_or_run_programs_are_owner_only_unless_they_say_otherwise():

@@ -68,7 +68,7 @@ class ClaudeCodeExecutor(Executor):
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
-            settings=self._settings,
+            data_dir=self._settings.data_dir,
             perform=no_direct_messages,
             stores=self._stores,
             is_owner=for_owner,

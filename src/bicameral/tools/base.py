@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -12,7 +13,6 @@ from pydantic import BaseModel
 from bicameral.events import Action, ActionResult
 
 if TYPE_CHECKING:
-    from bicameral.config import Settings
     from bicameral.store import Stores
 
 
@@ -22,11 +22,12 @@ def _utcnow() -> datetime:
 
 @dataclass
 class ToolContext:
-    """What a tool may touch: the current chat, the outbound port, the stores and the clock."""
+    """What a tool may touch: the current chat, the outbound port, the data dir, the stores and the clock."""
 
+    # Only the few values tools use, never the whole Settings (it carries every secret).
     chat: str
     turn_id: str
-    settings: Settings
+    data_dir: Path
     perform: Callable[[Action], Awaitable[ActionResult]]
     stores: Stores | None = None
     now: Callable[[], datetime] = _utcnow
