@@ -48,7 +48,9 @@ async def test_dm_is_answered_through_the_mcp_tool(telegram, models, start_cc_bo
     telegram.user_sends(OWNER, "hi there")
     sent = await telegram.await_sent(OWNER, 1, timeout=30)
     assert sent[0]["text"] == "Hello Ada, got it"
-    rows = await wait_for(lambda: [r for r in app.stores.tool_calls.recent() if r["name"] == "send_message"], what="the audit row")
+    rows = await wait_for(
+        lambda: [r for r in app.stores.tool_calls.recent() if r["name"] == "send_message"], what="the audit row"
+    )
     assert len(rows) == 1 and rows[0]["chat"] == CHAT and rows[0]["error"] is None
     assert json.loads(rows[0]["args"]) == {"text": "Hello Ada, got it"}
     first = main_requests(models)[0]
@@ -192,7 +194,8 @@ async def test_a_message_sent_mid_turn_is_injected_into_the_running_turn(telegra
         if req.tool_results():
             if "send_message" in json.dumps(req.messages[-2:]) and "sent message_id" in req.last_user_text():
                 return Reply(text="sent")
-            return Reply(tool_calls=[ToolCall(SEND, {"text": "both noted" if "the date too" in req.last_user_text() else "only one"})])
+            text = "both noted" if "the date too" in req.last_user_text() else "only one"
+            return Reply(tool_calls=[ToolCall(SEND, {"text": text})])
         return Reply(tool_calls=[ToolCall("mcp__bicameral__current_time", {})], latency=1.5)
 
     models.responder(routed(decide))
@@ -318,7 +321,8 @@ async def test_two_chats_at_once_each_get_their_own_answer(telegram, models, sta
     def decide(req: Request) -> Reply:
         if req.tool_results():
             return Reply(text="sent")
-        return Reply(tool_calls=[ToolCall(SEND, {"text": f"for you: {said(req)}"})], latency=1.0)
+        # Long enough that two CLIs starting seconds apart on a busy machine still overlap, unless serialised.
+        return Reply(tool_calls=[ToolCall(SEND, {"text": f"for you: {said(req)}"})], latency=4.0)
 
     models.responder(routed(decide))
     app = await start_cc_bot(debounce_ms=0)

@@ -63,7 +63,9 @@ def test_default_argv_is_a_locked_down_stream_json_worker(tmp_path):
     assert flag(argv, "--tools") == "WebFetch,WebSearch"
     assert flag(argv, "--allowedTools") == "mcp__bicameral,WebFetch,WebSearch"
     assert flag(argv, "--disallowedTools").split(",") == list(GATED_BUILTINS)
-    assert set(GATED_BUILTINS) == {"Bash", "PowerShell", "Monitor", "Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP", "Agent"}
+    assert set(GATED_BUILTINS) == {
+        "Bash", "PowerShell", "Monitor", "Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP", "Agent"
+    }
     assert flag(argv, "--permission-prompts") == "none"
     assert flag(argv, "--session-id") == SESSION and "--resume" not in argv
     assert flag(argv, "--append-system-prompt") == "You are a test."
@@ -274,7 +276,7 @@ def test_a_broken_plugins_file_is_a_clear_error(tmp_path, content, expected):
 
 def test_hiding_an_unknown_tool_names_the_choices():
     config = PluginsConfig(builtin_tools_disabled=("send_mesage",))
-    with pytest.raises(PluginsError, match="send_mesage.*available: .*send_message"):
+    with pytest.raises(PluginsError, match=r"send_mesage.*available: .*send_message"):
         visible_tools(ToolRegistry.discover(), config)
 
 

@@ -92,8 +92,8 @@ class ClaudeCodeChamber:
         self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds, clock=clock)
         self._workers: dict[str, ClaudeCodeWorker] = {}
         self._owner_chats: set[str] = set()
-        self._background: set[asyncio.Task] = set()
-        self._reaper: asyncio.Task | None = None
+        self._background: set[asyncio.Future[None]] = set()
+        self._reaper: asyncio.Task[None] | None = None
         self._gave_up = False
         self._template = resources.files("bicameral.prompts").joinpath("claude_code.md").read_text(encoding="utf-8")
 

@@ -101,7 +101,7 @@ class Supervisor:
         self._tools_running = 0
         self._respawn: asyncio.Task[None] | None = None
         self._watchdog: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
         self._stopped = False
 
     @property
@@ -168,7 +168,7 @@ class Supervisor:
         self.failure = failure
         log.error("%s: executor gave up after %d crash(es): %s", self.name, self._budget.recent, failure.detail)
         if self._on_giveup is not None:
-            task = asyncio.create_task(self._on_giveup(failure), name=f"giveup:{self.name}")
+            task: asyncio.Future[None] = asyncio.ensure_future(self._on_giveup(failure))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 

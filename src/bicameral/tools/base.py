@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -14,6 +14,9 @@ from bicameral.events import Action, ActionResult
 
 if TYPE_CHECKING:
     from bicameral.store import Stores
+
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
 
 def _utcnow() -> datetime:
@@ -46,8 +49,8 @@ class ToolResult:
         return cls(content=message, is_error=True)
 
 
-class Tool:
-    """Subclass in any module under `bicameral/tools/` and it is registered."""
+class Tool(Generic[ArgsT]):
+    """Subclass in any module under `bicameral/tools/` (as `Tool[ItsArgs]`) and it is registered."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -66,5 +69,5 @@ class Tool:
         if "owner_only" not in cls.__dict__:
             cls.owner_only = cls.reads_files or cls.runs_programs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
+    async def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError
