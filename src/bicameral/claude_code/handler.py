@@ -136,7 +136,7 @@ class ClaudeCodeChamber:
         return True
 
     async def handle(self, turn: Turn) -> None:
-        if turn.is_owner and turn.batch[-1].is_private:
+        if _owner_dm(turn):
             self._owner_chats.add(turn.chat)
         worker = self._worker(turn)
         ctx = turn.tool_context(self._settings, self._stores)
@@ -208,7 +208,7 @@ class ClaudeCodeChamber:
             config = WorkerConfig.from_settings(
                 self._settings,
                 chat=turn.chat,
-                for_owner=turn.is_owner and turn.batch[-1].is_private,
+                for_owner=_owner_dm(turn),
                 system_prompt=self.system_prompt(turn.batch[0]),
                 tool_groups=self.plugins.tool_groups,
                 base_env=self._base_env,
@@ -293,3 +293,8 @@ class ClaudeCodeChamber:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _owner_dm(turn: Turn) -> bool:
+    """The owner's own chat (a DM or the terminal): the only one whose CLI gets the unlocked tool groups."""
+    return turn.is_owner and turn.batch[-1].is_private

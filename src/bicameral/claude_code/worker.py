@@ -211,10 +211,6 @@ class ClaudeCodeWorker:
     # --- state ---
 
     @property
-    def state(self) -> WorkerState:
-        return self._state
-
-    @property
     def alive(self) -> bool:
         return self._process is not None and self._process.alive
 
