@@ -95,6 +95,7 @@ class CliProcess:
         self._on_output = on_output
         self._end_reason: str | None = None
         self._expected = False
+        self.exited: Exited | None = None  # set once the exit is reported, after the output is read
         self._tasks: set[asyncio.Task[None]] = set()
 
     @classmethod
@@ -214,7 +215,8 @@ class CliProcess:
         capture.write_meta(label=self.name, pid=None)
         capture.close()
         cc.info("[CC.exit] %s pid=%s code=%s (%s)", self.name, self.pid, code, reason)
-        self._on_exit(self, Exited(pid=self.pid, code=code, reason=reason, expected=self._expected))
+        self.exited = Exited(pid=self.pid, code=code, reason=reason, expected=self._expected)
+        self._on_exit(self, self.exited)
 
     def _track(self, coro: Awaitable[None]) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)

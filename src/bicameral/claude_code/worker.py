@@ -198,6 +198,7 @@ class ClaudeCodeWorker:
         self._queue: asyncio.Queue[StreamEvent | Exited] = asyncio.Queue()
         self._getter: asyncio.Task[StreamEvent | Exited] | None = None
         self._busy = asyncio.Lock()
+        self._spawning = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._endpoint: McpEndpoint | None = None
         self._ctx: ToolContext | None = None
@@ -212,7 +213,9 @@ class ClaudeCodeWorker:
 
     @property
     def alive(self) -> bool:
-        return self._process is not None and self._process.alive
+        # Until its exit is reported (and counted as a crash) a process holds its place: no successor
+        # may start before the supervisor has had its say.
+        return self._process is not None and self._process.exited is None
 
     @property
     def pid(self) -> int | None:
@@ -541,6 +544,12 @@ class ClaudeCodeWorker:
             await self._spawn_now()
 
     async def _spawn_now(self) -> None:
+        # A scheduled respawn and a turn that needs a process can both get here: one process, never two.
+        async with self._spawning:
+            if not self.alive and self._state is not WorkerState.STOPPED and not self.gave_up:
+                await self._launch()
+
+    async def _launch(self) -> None:
         if self._endpoint is None:
             binding = ToolBinding(
                 registry=self._tools,
