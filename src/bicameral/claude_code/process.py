@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bicameral.claude_code.capture import WireCapture
@@ -103,15 +105,28 @@ class CliProcess:
         cls,
         name: str,
         spec: SpawnSpec,
-        capture: WireCapture,
         *,
+        capture_dir: Path,
+        secrets: Iterable[str],
         spawn: Spawn,
         on_event: OnEvent,
         on_exit: OnExit,
         on_output: Callable[[], None] = lambda: None,
     ) -> CliProcess:
-        """Spawn `spec` and start reading it; an OSError from the spawn propagates."""
-        proc = await spawn(spec)
+        """Write the spec's files, spawn it with its wire capture open and start reading; OSError propagates."""
+        for path, text in spec.files.items():
+            _write_private(path, text)
+        secrets = tuple(secrets)
+        capture = WireCapture(capture_dir, spec.session_id, secrets=secrets)
+        shown = {"argv": spec.redacted_argv(secrets), "env": spec.redacted_env(secrets), "cwd": str(spec.cwd)}
+        capture.note("spawn " + json.dumps(shown))
+        try:
+            proc = await spawn(spec)
+        except OSError as exc:
+            capture.note(f"spawn failed: {exc}")
+            capture.close()
+            raise
+        capture.write_meta(label=name, pid=proc.pid)
         process = cls(name, proc, capture, on_event=on_event, on_exit=on_exit, on_output=on_output)
         readers = [process._track(process._read_stdout()), process._track(process._read_stderr())]
         process._track(process._watch_exit(readers))
@@ -223,3 +238,12 @@ class CliProcess:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only this user can read (the MCP config holds the worker's bearer token)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)

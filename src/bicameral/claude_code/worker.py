@@ -7,7 +7,6 @@ import contextlib
 import enum
 import json
 import logging
-import os
 import time
 import uuid
 from collections import deque
@@ -19,7 +18,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from bicameral.agent.breakers import Breakers
-from bicameral.claude_code.capture import WireCapture, capture_dir
+from bicameral.claude_code.capture import capture_dir
 from bicameral.claude_code.exchange import (
     Prompt,
     TurnLedger,
@@ -570,27 +569,20 @@ class ClaudeCodeWorker:
         spec = build_spec(
             launch, mcp=self._endpoint, mcp_config_path=self._mcp_config_path(), session_id=session_id, resume=resume
         )
-        for path, text in spec.files.items():
-            _write_private(path, text)
-        secrets = (*self._cfg.secrets, self._endpoint.token)
-        capture = WireCapture(self._cfg.capture_dir, session_id, secrets=secrets)
-        shown = {"argv": spec.redacted_argv(secrets), "env": spec.redacted_env(secrets), "cwd": str(spec.cwd)}
-        capture.note("spawn " + json.dumps(shown))
         assert_safe(spec, launch.tool_groups)  # the last look before anything runs
         self.spawns.append(spec)
         try:
             process = await CliProcess.start(
                 self.name,
                 spec,
-                capture,
+                capture_dir=self._cfg.capture_dir,
+                secrets=(*self._cfg.secrets, self._endpoint.token),
                 spawn=self._spawn,
                 on_event=self._on_stdout,
                 on_exit=self._on_exit_of,
                 on_output=self._supervisor.touch,
             )
         except OSError as exc:
-            capture.note(f"spawn failed: {exc}")
-            capture.close()
             failure = crash_failure(None, [f"{launch.binary}: {exc}"])
             if isinstance(exc, FileNotFoundError):
                 failure = Failure("cli_missing", _CLI_MISSING, Recovery.GIVE_UP, detail=str(exc))
@@ -598,7 +590,6 @@ class ClaudeCodeWorker:
             return
         self._process = process
         self.session_id = session_id
-        capture.write_meta(label=self.name, pid=process.pid)
         cc.info("[CC.spawn] %s pid=%s %s session %s", self.name, process.pid, "resuming" if resume else "new", session_id)
         self._supervisor.watch(watched=self._mid_turn, stall=self._stalled)
 
@@ -657,15 +648,6 @@ _CLI_MISSING = (
     "or set BICAMERAL_CLAUDE_BIN."
 )
 _STALLED = "My executor stopped responding while working on this."
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write a file only this user can read (it holds the MCP bearer token)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(path, 0o600)
 
 
 def _slug(name: str) -> str:
