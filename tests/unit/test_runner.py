@@ -8,7 +8,6 @@ from pydantic import BaseModel
 
 from bicameral.agent.breakers import Breakers
 from bicameral.agent.runner import NativeRunner
-from bicameral.config import Settings
 from bicameral.events import ActionResult
 from bicameral.models.base import Message, ModelError, Stop, TextDelta, ToolCall, ToolResultBlock, Usage
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -66,7 +65,7 @@ def _ctx(tmp_path: Path) -> ToolContext:
     async def perform(action):
         return ActionResult(ok=True)
 
-    return ToolContext(chat="test:1", turn_id="t", settings=Settings.for_test(tmp_path), perform=perform)
+    return ToolContext(chat="test:1", turn_id="t", data_dir=tmp_path, perform=perform)
 
 
 def _runner(model, **kwargs) -> NativeRunner:

@@ -62,7 +62,7 @@ class NativeRunner:
         messages = list(messages)
         breakers = Breakers(self.max_errors, self.error_window_seconds)
         usage = Usage()
-        specs = self.tools.specs()
+        specs = self.tools.specs(is_owner=ctx.is_owner)
         for iteration in range(1, self.max_iterations + 1):
             try:
                 completion = await complete(self.model, system, messages, specs, self.max_tokens)

@@ -31,7 +31,7 @@ class NativeExecutor(Executor):
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
-            settings=self._settings,
+            data_dir=self._settings.data_dir,
             perform=no_direct_messages,
             stores=self._stores,
         )

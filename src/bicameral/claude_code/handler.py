@@ -10,7 +10,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from bicameral import prompts
 from bicameral.agent.failures import describe_stop
+from bicameral.claude_code.exchange import Prompt, PromptImage, TurnOutcome
 from bicameral.claude_code.failures import Failure, Recovery, classify
+from bicameral.claude_code.process import Spawn, cli_version, spawn_process
 from bicameral.claude_code.spec import (
     MCP_NAMESPACE,
     MIN_VERSION,
@@ -18,8 +20,7 @@ from bicameral.claude_code.spec import (
     too_old,
 )
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.turn import Prompt, PromptImage, TurnOutcome
-from bicameral.claude_code.worker import ClaudeCodeWorker, Spawn, WorkerConfig, cli_version, spawn_process
+from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
 from bicameral.conversation.turn import Turn
@@ -91,8 +92,8 @@ class ClaudeCodeChamber:
         self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds, clock=clock)
         self._workers: dict[str, ClaudeCodeWorker] = {}
         self._owner_chats: set[str] = set()
-        self._background: set[asyncio.Task] = set()
-        self._reaper: asyncio.Task | None = None
+        self._background: set[asyncio.Future[None]] = set()
+        self._reaper: asyncio.Task[None] | None = None
         self._gave_up = False
         self._template = prompts.load("claude_code.md")
 
@@ -135,7 +136,7 @@ class ClaudeCodeChamber:
         return True
 
     async def handle(self, turn: Turn) -> None:
-        if turn.is_owner and turn.batch[-1].is_private:
+        if _owner_dm(turn):
             self._owner_chats.add(turn.chat)
         worker = self._worker(turn)
         ctx = turn.tool_context(self._settings, self._stores)
@@ -175,8 +176,8 @@ class ClaudeCodeChamber:
         failure = outcome.failure
         if failure is not None:
             await self._report(turn, ctx, worker, failure, unfinished=outcome.unfinished)
-        elif outcome.stopped is not None:
-            await self._say(turn, describe_stop(outcome.stopped))
+        elif outcome.stop_reason is not None:
+            await self._say(turn, describe_stop(outcome.stop_reason))
         elif self._dropped_text(outcome, ctx):
             # Still unsent after the nudges: the CLI's own diagnostics get a plain explanation,
             # anything else is the model's answer and is delivered for it.
@@ -206,6 +207,8 @@ class ClaudeCodeChamber:
         if worker is None:
             config = WorkerConfig.from_settings(
                 self._settings,
+                chat=turn.chat,
+                for_owner=_owner_dm(turn),
                 system_prompt=self.system_prompt(turn.batch[0]),
                 tool_groups=self.plugins.tool_groups,
                 base_env=self._base_env,
@@ -290,3 +293,8 @@ class ClaudeCodeChamber:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _owner_dm(turn: Turn) -> bool:
+    """The owner's own chat (a DM or the terminal): the only one whose CLI gets the unlocked tool groups."""
+    return turn.is_owner and turn.batch[-1].is_private

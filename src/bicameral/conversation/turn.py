@@ -40,7 +40,7 @@ class Turn:
         return ToolContext(
             chat=self.chat,
             turn_id=self.turn_id,
-            settings=settings,
+            data_dir=settings.data_dir,
             perform=self.perform,
             stores=stores,
             message_ids=tuple(i.message_id for i in self.batch),
