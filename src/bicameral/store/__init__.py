@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bicameral.store.db import Database
 from bicameral.store.kv import KeyValueStore
+from bicameral.store.memory import Memory
 from bicameral.store.messages import MessageStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.sessions import SessionStore
@@ -23,9 +24,11 @@ class Stores:
     unauthorized: UnauthorizedStore
     ratelimits: RateLimitStore
     kv: KeyValueStore
+    memory: Memory
 
     @classmethod
-    def open(cls, path: Path | str) -> Stores:
+    def open(cls, path: Path | str, memory_root: Path | None = None) -> Stores:
+        """The stores of one database; memory files live in `memory_root` (default: `memory/` beside it)."""
         db = Database(path)
         return cls(
             db=db,
@@ -35,6 +38,7 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
+            memory=Memory(db, memory_root or Path(path).parent / "memory"),
         )
 
     def close(self) -> None:
