@@ -92,6 +92,7 @@ class App:
             self.stores.messages,
             lanes_per_user_in_groups=two_chambers,
             typing_in_groups=not two_chambers,
+            stores=self.stores,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)

@@ -127,6 +127,9 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
     max_session_messages: int = Field(default=60, ge=4)
 
+    # --- memory ---
+    memory_inject_tokens: int = Field(default=400, ge=0)  # 0: never put remembered facts into prompts
+
     # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---
     # The `claude` CLI runs the turns; these bound how it is run and supervised.
     claude_bin: str = "claude"

@@ -10,6 +10,7 @@ from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.turn import Prompt
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
+from bicameral.conversation.memory import memory_note, task_reach
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
 from bicameral.store import Stores
@@ -52,12 +53,17 @@ class ClaudeCodeExecutor(Executor):
             f"task:{task.id}", self._config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
         )
         notes = control.drain_notes()
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id)
         if sessions.get() is not None:
             # A resumed session already holds the brief and the finished steps; send what changed.
             text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
         else:
-            text = "\n".join([task_brief(task), *notes])
-        ctx = ToolContext(chat=task.chat, turn_id=task.id, settings=self._settings, perform=no_direct_messages, stores=self._stores)
+            about = f"{task.spec}\n{task.context}"
+            remembered = memory_note(self._stores.memory, reach, about, self._settings.memory_inject_tokens)
+            text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
+        ctx = ToolContext(
+            chat=task.chat, turn_id=task.id, settings=self._settings, perform=no_direct_messages, stores=self._stores, reach=reach
+        )
 
         async def on_event(event: StreamEvent) -> None:
             if isinstance(event, ToolUse):

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 
 from bicameral.agent.failures import describe_stop
@@ -22,6 +23,7 @@ from bicameral.claude_code.turn import Prompt, PromptImage, TurnOutcome
 from bicameral.claude_code.worker import ClaudeCodeWorker, Spawn, WorkerConfig, cli_version, spawn_process
 from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.memory import burst_text, memory_note
 from bicameral.conversation.turn import Turn
 from bicameral.errors import ConfigError
 from bicameral.events import Action, ActionResult, Inbound, SendText, chat_key
@@ -139,6 +141,10 @@ class ClaudeCodeChamber:
             self._owner_chats.add(turn.chat)
         worker = self._worker(turn)
         ctx = turn.tool_context(self._settings, self._stores)
+        first = self.prompt(turn.batch)
+        remembered = memory_note(self._stores.memory, ctx.reach, burst_text(turn.batch), self._settings.memory_inject_tokens)
+        if remembered:
+            first = replace(first, text=f"{remembered}\n\n{first.text}")
 
         def drain() -> list[Prompt]:
             batch = turn.drain_injected()
@@ -147,13 +153,13 @@ class ClaudeCodeChamber:
         def undelivered() -> bool:
             return not ctx.sent_message_ids
 
-        outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+        outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
         if outcome.failure is not None and outcome.failure.retry:
             # The stored session could not be reopened: the same turn once more, in a fresh one.
             log.warning("%s: %s; retrying the turn in a fresh session", turn.chat, outcome.failure.kind)
             await worker.reset_session()
             await self._say(turn, outcome.failure.message)
-            outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+            outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
         last_text = outcome.final_text
         nudges = 0
         while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:

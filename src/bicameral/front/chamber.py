@@ -14,6 +14,7 @@ from importlib import resources
 from bicameral.agent.failures import describe_model_error
 from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.memory import memory_blocks
 from bicameral.conversation.turn import Turn
 from bicameral.events import Action, ActionResult
 from bicameral.front.actions import FrontActions, front_tool_specs
@@ -106,7 +107,8 @@ class FrontChamber:
         # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
         system = self._template.format(bot_name=self._settings.bot_name)
         situation = TextBlock(text=f"<situation>\n{self._context(turn)}\n</situation>")
-        user = Message(role="user", content=[situation, *content_blocks(turn.batch)])
+        remembered = memory_blocks(self._stores.memory, turn.reach, turn.batch, self._settings.memory_inject_tokens)
+        user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch)])
         try:
             completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
         except ModelError as exc:

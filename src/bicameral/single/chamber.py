@@ -10,6 +10,7 @@ from bicameral.agent.runner import NativeRunner
 from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks, envelope
+from bicameral.conversation.memory import memory_blocks, without_memory
 from bicameral.conversation.turn import Turn
 from bicameral.events import SendText
 from bicameral.models.base import MESSAGES, Message
@@ -46,8 +47,9 @@ class SingleChamber:
 
     async def handle(self, turn: Turn) -> None:
         history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
-        user = Message(role="user", content=content_blocks(turn.batch))
         ctx = turn.tool_context(self._settings, self._stores)
+        remembered = memory_blocks(self._stores.memory, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
+        user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
         transcript = history + [user]
         try:
             result = await self._runner.run(
@@ -70,5 +72,5 @@ class SingleChamber:
             log.warning("turn %s in %s ended with no text and sent nothing", turn.turn_id, turn.chat)
 
     def _save(self, chat: str, messages: list[Message]) -> None:
-        stored = prepare_for_storage(messages, self._settings.max_session_messages)
+        stored = prepare_for_storage(without_memory(messages), self._settings.max_session_messages)
         self._stores.sessions.save(chat, MESSAGES.dump_python(stored, mode="json"))

@@ -56,6 +56,14 @@ class Reach:
         """Scopes whose entries this conversation may delete: its own, plus global for the owner."""
         return tuple(s for s in self.readable if s != GLOBAL or self.owner)
 
+    @property
+    def history_person(self) -> str | None:
+        """Whose messages across every chat they are in may be searched: only from that person's DM.
+
+        Anywhere else the search stays inside the current chat, so a DM is never quoted into a group.
+        """
+        return self.person if not self.group else None
+
     def describe(self, scope: str) -> str:
         if scope == GLOBAL:
             return "global"
