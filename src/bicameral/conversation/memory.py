@@ -55,9 +55,10 @@ def memory_blocks(memory: Memory, reach: Reach | None, batch: Sequence[Inbound],
 
 def task_reach(stores: Stores, chat: str, origin_message: str | None, owner_id: int | None) -> Reach | None:
     """A back task reaches what the lane that asked for it reaches: the sender of its origin message, in
-    their own lane (two-chamber groups have one lane per person). Without that message, no memory at all."""
-    origin = stores.messages.inbound_of(chat, origin_message) if origin_message else None
-    if origin is None:
+    their own lane (two-chamber groups have one lane per person). A DM task has no origin message, but a
+    DM has only one person; a group task without one gets no memory at all."""
+    origin = stores.messages.inbound_of(chat, origin_message)
+    if origin is None or (origin_message is None and not origin.is_private):
         return None
     return command_reach(origin, personal=True, owner=is_owner(origin, owner_id))
 

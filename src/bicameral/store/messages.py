@@ -135,12 +135,12 @@ class MessageStore:
         )
         return [dict(row) for row in rows]
 
-    def inbound_of(self, chat: str, message_id: str) -> Inbound | None:
-        """A stored inbound message (e.g. the one that started a task), as it arrived."""
+    def inbound_of(self, chat: str, message_id: str | None = None) -> Inbound | None:
+        """A stored inbound message as it arrived: the one with `message_id`, else the chat's latest."""
         row = self._db.query_one(
-            """SELECT id, payload FROM messages WHERE chat = ? AND message_id = ? AND direction = 'in'
-               AND payload IS NOT NULL ORDER BY id DESC LIMIT 1""",
-            (chat, message_id),
+            """SELECT id, payload FROM messages WHERE chat = ? AND direction = 'in' AND payload IS NOT NULL
+               AND (? IS NULL OR message_id = ?) ORDER BY id DESC LIMIT 1""",
+            (chat, message_id, message_id),
         )
         return inbound_from_json(row["payload"], row_id=row["id"]) if row else None
 

@@ -1,0 +1,248 @@
+"""Memory end to end: facts kept in files, put into prompts, never leaking across chats, really forgotten."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+
+from tests.conftest import OWNER
+from tests.fakes.model_server import Reply, Request, ToolCall
+
+BOT = "@bicameral_test_bot"
+
+
+def _open_access(make_settings) -> None:
+    """Let every user and group talk to the bot (written before start, as an operator would)."""
+    path = make_settings().resolved_access_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"policy": "open"}))
+
+
+def _memory_dir(make_settings):
+    return make_settings().data_dir / "memory"
+
+
+def _seen(req: Request) -> str:
+    return json.dumps(req.raw, ensure_ascii=False)
+
+
+async def _until(predicate, what: str, timeout: float = 15.0):
+    for _ in range(int(timeout / 0.05)):
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_a_fact_survives_a_restart_and_reset_and_is_used_without_being_asked(telegram, models, start_bot, make_settings):
+    models.script(
+        Reply(tool_calls=[ToolCall("remember", {"text": "Ada is vegetarian", "importance": 0.9, "key": "diet"})]),
+        Reply(text="Noted, no meat."),
+        Reply(text="Booked the green place."),
+    )
+    app = await start_bot()
+    telegram.user_sends(OWNER, "remember that I'm vegetarian")
+    await telegram.await_sent(OWNER, 1)
+    assert "remembered [" in models.requests[1].tool_results()[0]["content"]
+    await app.stop()
+    assert "- Ada is vegetarian <!-- id=" in (_memory_dir(make_settings) / "users" / f"telegram~{OWNER}.md").read_text()
+
+    await start_bot()
+    telegram.user_sends(OWNER, "/reset")
+    await telegram.await_sent(OWNER, 2)
+    telegram.user_sends(OWNER, "book a restaurant for tonight")
+    sent = await telegram.await_sent(OWNER, 3)
+    assert sent[2]["text"] == "Booked the green place."
+    request = models.requests[2]
+    assert "remember that I'm vegetarian" not in _seen(request)  # the conversation was reset ...
+    assert "Ada is vegetarian" in request.last_user_text()  # ... the memory was not
+    assert "Ada is vegetarian" not in request.system  # the system prompt stays the same turn to turn
+
+
+async def test_facts_never_reach_another_chat_with_many_users_and_groups_at_once(telegram, models, start_bot, make_settings):
+    users = [3001 + i for i in range(6)]
+    groups = [-100700 - i for i in range(2)]
+
+    def marker(req: Request) -> str:
+        found = set(re.findall(r"\[(u\d+|g\d+)\]", json.dumps(req.messages)))
+        assert len(found) <= 1, found
+        return found.pop() if found else ""
+
+    def respond(req: Request) -> Reply:
+        who = marker(req)
+        if req.tool_results() or "remember" not in req.last_user_text().split(f"[{who}]")[-1]:
+            return Reply(text=f"done {who}", latency=0.2)
+        if who.startswith("u"):
+            return Reply(tool_calls=[ToolCall("remember", {"text": f"The code word of {who} is kiwi{who[1:]}x"})])
+        return Reply(tool_calls=[ToolCall("remember", {"text": f"The code word of {who} is mango{who[1:]}x", "where": "group"})])
+
+    models.responder(respond)
+    _open_access(make_settings)
+    await start_bot(debounce_ms=100)
+    for n, user in enumerate(users):
+        telegram.user_sends(user, f"[u{n}] please remember my code word")
+    for k, group in enumerate(groups):
+        telegram.user_sends(group, f"{BOT} [g{k}] please remember our code word", user_id=users[k], chat_type="supergroup", chat_title=f"G{k}")
+    for chat in [*users, *groups]:
+        await telegram.await_sent(chat, 1, timeout=30)
+
+    asked_from = len(models.requests)
+    for n, user in enumerate(users):
+        telegram.user_sends(user, f"[u{n}] what is my code word?")
+    for k, group in enumerate(groups):
+        # Each group is asked by a user whose private fact exists: it must still stay out of the group.
+        telegram.user_sends(group, f"{BOT} [g{k}] what is the code word?", user_id=users[k], chat_type="supergroup", chat_title=f"G{k}")
+    for chat in [*users, *groups]:
+        await telegram.await_sent(chat, 2, timeout=30)
+
+    requests = models.requests
+    assert all(not r.tool_results() or "error" not in r.tool_results()[0]["content"] for r in requests)
+    for req in requests:
+        who, seen = marker(req), _seen(req)
+        assert who, "every request belongs to one marked chat"
+        kiwis = set(re.findall(r"kiwi\d+x", seen))
+        mangos = set(re.findall(r"mango\d+x", seen))
+        if who.startswith("u"):
+            assert kiwis <= {f"kiwi{who[1:]}x"}, (who, kiwis)
+            assert not mangos, (who, mangos)
+        else:
+            assert not kiwis, (who, kiwis)  # a shared group lane never sees anyone's private facts
+            assert mangos <= {f"mango{who[1:]}x"}, (who, mangos)
+    asked = {marker(r): r for r in requests[asked_from:]}
+    for n in range(len(users)):
+        assert f"kiwi{n}x" in asked[f"u{n}"].last_user_text()
+    for k in range(len(groups)):
+        assert f"mango{k}x" in asked[f"g{k}"].last_user_text()
+
+
+async def test_forget_really_forgets(telegram, models, start_bot):
+    models.script(
+        Reply(tool_calls=[ToolCall("remember", {"text": "Ada's locker code is 4471", "importance": 0.7})]),
+        Reply(text="Got it."),
+        Reply(tool_calls=[ToolCall("recall", {"query": "locker code"})]),
+        Reply(text="I don't know your locker code."),
+        Reply(text="Still no idea."),
+    )
+    await start_bot()
+    telegram.user_sends(OWNER, "please keep my locker code in mind, it is the one on the card")
+    await telegram.await_sent(OWNER, 1)
+    telegram.user_sends(OWNER, "/memory")
+    listing = (await telegram.await_sent(OWNER, 2))[1]["text"]
+    fact_id = re.search(r"\[(m[0-9a-f]{8})\] Ada's locker code is 4471", listing).group(1)
+    telegram.user_sends(OWNER, f"/forget {fact_id}")
+    confirmation = (await telegram.await_sent(OWNER, 3))[2]["text"]
+    assert "Forgotten" in confirmation and "4471" in confirmation
+    telegram.user_sends(OWNER, "/memory")
+    assert "4471" not in (await telegram.await_sent(OWNER, 4))[3]["text"]
+
+    telegram.user_sends(OWNER, "what is my locker code?")
+    await telegram.await_sent(OWNER, 5)
+    after = models.requests[2:]
+    assert "nothing remembered matches" in after[-1].tool_results()[0]["content"]
+    assert all("4471" not in _seen(r) for r in after)  # not injected, not recalled, not in the stored conversation
+
+    telegram.user_sends(OWNER, "/reset")
+    await telegram.await_sent(OWNER, 6)
+    telegram.user_sends(OWNER, "locker code please")
+    await telegram.await_sent(OWNER, 7)
+    assert "4471" not in _seen(models.requests[-1])
+
+
+async def test_forget_by_words_in_the_chat_and_other_users_are_untouched(telegram, models, start_bot, make_settings):
+    _open_access(make_settings)
+    models.script(
+        Reply(tool_calls=[ToolCall("remember", {"text": "I am allergic to peanuts", "importance": 1})]),
+        Reply(text="Noted."),
+        Reply(tool_calls=[ToolCall("remember", {"text": "I am allergic to peanuts", "importance": 1})]),
+        Reply(text="Noted too."),
+    )
+    await start_bot()
+    telegram.user_sends(OWNER, "remember my allergy")
+    await telegram.await_sent(OWNER, 1)
+    telegram.user_sends(4004, "remember my allergy")
+    await telegram.await_sent(4004, 1)
+    telegram.user_sends(OWNER, "/forget peanuts")
+    assert "Forgotten" in (await telegram.await_sent(OWNER, 2))[1]["text"]
+    telegram.user_sends(OWNER, "/forget peanuts")
+    assert "nothing to forget" in (await telegram.await_sent(OWNER, 3))[2]["text"]
+    telegram.user_sends(OWNER, "/forget")
+    assert "Tell me what to forget" in (await telegram.await_sent(OWNER, 4))[3]["text"]
+    telegram.user_sends(4004, "/memory")
+    assert "I am allergic to peanuts" in (await telegram.await_sent(4004, 2))[1]["text"]
+
+
+async def test_a_hand_edited_file_is_used_and_a_broken_one_is_skipped(telegram, models, start_bot, make_settings, caplog):
+    caplog.set_level(logging.WARNING)
+    memory = _memory_dir(make_settings)
+    (memory / "notes").mkdir(parents=True)
+    (memory / "global.md").write_text("# Office\n\n- The office wifi is called Blue Lagoon\n")
+    (memory / "notes" / "broken.md").write_text("---\ntitle: [oops\n---\n- The printer is on floor 3\n")
+    (memory / "notes" / "blob.md").write_bytes(b"\x89PNG\x00\x00 wifi wifi")
+    models.responder(lambda req: Reply(text="ok"))
+    await start_bot()
+    telegram.user_sends(OWNER, "what is the wifi called?")
+    await telegram.await_sent(OWNER, 1)
+    assert "Blue Lagoon" in models.requests[0].last_user_text()
+
+    (memory / "global.md").write_text("# Office\n\n- The office wifi is called Green Lagoon (renamed in May)\n")
+    telegram.user_sends(OWNER, "and the wifi now?")
+    await telegram.await_sent(OWNER, 2)
+    prompt = models.requests[1].last_user_text()
+    assert "Green Lagoon" in prompt and "Blue Lagoon" not in prompt
+    assert "printer" not in _seen(models.requests[1])
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("notes/broken.md skipped" in m and "not valid YAML" in m for m in logged)
+    assert any("notes/blob.md skipped" in m and "binary" in m for m in logged)
+
+    telegram.user_sends(OWNER, "/memory stats")
+    stats = (await telegram.await_sent(OWNER, 3))[2]["text"]
+    assert "global: 1 fact" in stats and "notes/broken.md" in stats and "notes/blob.md" in stats
+
+
+async def test_history_search_finds_the_users_own_messages_across_chats_only(telegram, models, start_bot, make_settings):
+    _open_access(make_settings)
+    group = -100800
+    models.responder(lambda req: Reply(text="ok") if req.tool_results() or "landlord" not in req.last_user_text() or "say" not in req.last_user_text()
+                     else Reply(tool_calls=[ToolCall("history_search", {"words": "landlord rent", "since": "2020-01-01"}),
+                                            ToolCall("history_search", {"words": "landlord", "since": "2030-02-01", "until": "2030-01-01"})]))
+    await start_bot()
+    telegram.user_sends(OWNER, "my landlord wants more rent from March")
+    await telegram.await_sent(OWNER, 1)
+    telegram.user_sends(group, f"{BOT} the landlord rent thing again", user_id=OWNER, chat_type="supergroup", chat_title="Flat")
+    await telegram.await_sent(group, 1)
+    telegram.user_sends(5005, "my landlord rent is secret-elsewhere")
+    await telegram.await_sent(5005, 1)
+    telegram.user_sends(OWNER, "what did I say about the landlord?")
+    await telegram.await_sent(OWNER, 2)
+    found, refused = models.requests[-1].tool_results()
+    assert "my landlord wants more rent from March" in found["content"]
+    assert "the landlord rent thing again" in found["content"] and "telegram:-100800" in found["content"]
+    assert "secret-elsewhere" not in found["content"]
+    assert "since (2030-02-01) is after until (2030-01-01)" in refused["content"]
+
+
+async def test_memory_rides_in_the_front_situation_and_the_back_task_in_two_chamber_mode(telegram, models, start_bot):
+    models.script(
+        Reply(tool_calls=[ToolCall("spawn", {"spec": "Find a restaurant for dinner tonight.", "label": "dinner"}),
+                          ToolCall("reply", {"text": "looking"})]),
+        model="front",
+    )
+    models.responder(lambda req: Reply(text="Here you go: " + req.last_user_text()[-80:]), model="front")
+    models.script(
+        Reply(tool_calls=[ToolCall("remember", {"text": "Ada dislikes loud places", "where": "me", "importance": 0.8})]),
+        Reply(text="The Quiet Fork, 19:30."),
+        model="back",
+    )
+    app = await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=100)
+    app.stores.memory.remember(f"user:telegram:{OWNER}", "Ada is vegetarian", importance=0.9)
+    telegram.user_sends(OWNER, "find me a restaurant for dinner")
+    await _until(lambda: len(models.requests_for("back")) >= 2, "the back task to finish")
+    front = models.requests_for("front")[0]
+    assert "Ada is vegetarian" in front.last_user_text() and "Ada is vegetarian" not in front.system
+    back = models.requests_for("back")
+    assert "Ada is vegetarian" in _seen(back[0])
+    assert "remembered [" in back[1].tool_results()[0]["content"]
+    assert "Ada dislikes loud places" in {f.text for f in app.stores.memory.all([f"user:telegram:{OWNER}"])}
