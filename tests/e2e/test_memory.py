@@ -28,6 +28,10 @@ def _seen(req: Request) -> str:
     return json.dumps(req.raw, ensure_ascii=False)
 
 
+def _group(k: int) -> dict:
+    return {"chat_type": "supergroup", "chat_title": f"G{k}"}
+
+
 async def _until(predicate, what: str, timeout: float = 15.0):
     for _ in range(int(timeout / 0.05)):
         value = predicate()
@@ -85,7 +89,7 @@ async def test_facts_never_reach_another_chat_with_many_users_and_groups_at_once
     for n, user in enumerate(users):
         telegram.user_sends(user, f"[u{n}] please remember my code word")
     for k, group in enumerate(groups):
-        telegram.user_sends(group, f"{BOT} [g{k}] please remember our code word", user_id=users[k], chat_type="supergroup", chat_title=f"G{k}")
+        telegram.user_sends(group, f"{BOT} [g{k}] please remember our code word", user_id=users[k], **_group(k))
     for chat in [*users, *groups]:
         await telegram.await_sent(chat, 1, timeout=30)
 
@@ -94,7 +98,7 @@ async def test_facts_never_reach_another_chat_with_many_users_and_groups_at_once
         telegram.user_sends(user, f"[u{n}] what is my code word?")
     for k, group in enumerate(groups):
         # Each group is asked by a user whose private fact exists: it must still stay out of the group.
-        telegram.user_sends(group, f"{BOT} [g{k}] what is the code word?", user_id=users[k], chat_type="supergroup", chat_title=f"G{k}")
+        telegram.user_sends(group, f"{BOT} [g{k}] what is the code word?", user_id=users[k], **_group(k))
     for chat in [*users, *groups]:
         await telegram.await_sent(chat, 2, timeout=30)
 
@@ -205,9 +209,14 @@ async def test_a_hand_edited_file_is_used_and_a_broken_one_is_skipped(telegram, 
 async def test_history_search_finds_the_users_own_messages_across_chats_only(telegram, models, start_bot, make_settings):
     _open_access(make_settings)
     group = -100800
-    models.responder(lambda req: Reply(text="ok") if req.tool_results() or "landlord" not in req.last_user_text() or "say" not in req.last_user_text()
-                     else Reply(tool_calls=[ToolCall("history_search", {"words": "landlord rent", "since": "2020-01-01"}),
-                                            ToolCall("history_search", {"words": "landlord", "since": "2030-02-01", "until": "2030-01-01"})]))
+    searches = [
+        ToolCall("history_search", {"words": "landlord rent", "since": "2020-01-01"}),
+        ToolCall("history_search", {"words": "landlord", "since": "2030-02-01", "until": "2030-01-01"}),
+    ]
+    asking = "what did I say about the landlord?"
+    models.responder(
+        lambda req: Reply(tool_calls=searches) if asking in req.last_user_text() and not req.tool_results() else Reply(text="ok")
+    )
     await start_bot()
     telegram.user_sends(OWNER, "my landlord wants more rent from March")
     await telegram.await_sent(OWNER, 1)
@@ -215,7 +224,7 @@ async def test_history_search_finds_the_users_own_messages_across_chats_only(tel
     await telegram.await_sent(group, 1)
     telegram.user_sends(5005, "my landlord rent is secret-elsewhere")
     await telegram.await_sent(5005, 1)
-    telegram.user_sends(OWNER, "what did I say about the landlord?")
+    telegram.user_sends(OWNER, asking)
     await telegram.await_sent(OWNER, 2)
     found, refused = models.requests[-1].tool_results()
     assert "my landlord wants more rent from March" in found["content"]
