@@ -219,3 +219,9 @@ def test_reach_rules() -> None:
     with pytest.raises(ValueError, match="not a group"):
         dm.writable("group")
     assert dm.writable(None) == ADA and shared.writable(None) == TEAM
+
+
+def test_a_credential_is_never_kept(data: Path, stores: Stores) -> None:
+    kept = stores.memory.remember(ADA, "My GitHub token is ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in kept.fact.text
+    assert "ghp_abcdefghij" not in (data / "memory" / "users" / "telegram~1001.md").read_text()

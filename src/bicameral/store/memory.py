@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bicameral.redaction import scrub
 from bicameral.store.db import Database
 from bicameral.store.memory_files import (
     DEFAULT_IMPORTANCE,
@@ -103,31 +104,28 @@ class Memory:
     def search(self, text: str, scopes: Sequence[str], limit: int = 10) -> list[Fact]:
         """Entries matching the words, best first (relevance weighed by importance, recency and use)."""
         self.sync()
-        found = self.index.search(text, scopes, _CANDIDATES)
-        now = self._clock()
-        # bm25 is negative, lower is better: scale it by weight and keep the order ascending.
-        found.sort(key=lambda f: f.rank * (0.5 + weight(f, now)))
-        return found[:limit]
+        return self._search(text, scopes, limit)
 
     def recall(self, text: str, scopes: Sequence[str], limit: int = 10) -> list[Fact]:
         """What the recall tool answers: matches first, then (with no words) the most important."""
-        facts = self.search(text, scopes, limit) if text.strip() else self.important(scopes, limit)
+        self.sync()
+        facts = self._search(text, scopes, limit) if text.strip() else self._important(scopes, limit)
         self.index.mark_used([f.id for f in facts], self._clock())
         return facts
 
     def important(self, scopes: Sequence[str], limit: int) -> list[Fact]:
         self.sync()
-        now = self._clock()
-        return sorted(self.index.top(scopes, max(limit, _CANDIDATES)), key=lambda f: -weight(f, now))[:limit]
+        return self._important(scopes, limit)
 
     def relevant(self, text: str, scopes: Sequence[str], budget_tokens: int) -> list[Fact]:
         """What goes into a prompt: facts matching the text, then the most important, within a token budget."""
         if budget_tokens <= 0 or not scopes:
             return []
-        matched = self.search(text, scopes, _CANDIDATES)
+        self.sync()
+        matched = self._search(text, scopes, _CANDIDATES)
         chosen: dict[str, Fact] = {}
         spent = 0
-        for fact in [*matched, *self.important(scopes, _CANDIDATES)]:
+        for fact in [*matched, *self._important(scopes, _CANDIDATES)]:
             cost = tokens(fact.text)
             if fact.id in chosen or spent + cost > budget_tokens:
                 continue
@@ -136,6 +134,17 @@ class Memory:
         matched_ids = {f.id for f in matched}
         self.index.mark_used([i for i in chosen if i in matched_ids], self._clock())
         return list(chosen.values())
+
+    def _search(self, text: str, scopes: Sequence[str], limit: int) -> list[Fact]:
+        found = self.index.search(text, scopes, _CANDIDATES)
+        now = self._clock()
+        # bm25 is negative, lower is better: scale it by weight and keep the order ascending.
+        found.sort(key=lambda f: f.rank * (0.5 + weight(f, now)))
+        return found[:limit]
+
+    def _important(self, scopes: Sequence[str], limit: int) -> list[Fact]:
+        now = self._clock()
+        return sorted(self.index.top(scopes, max(limit, _CANDIDATES)), key=lambda f: -weight(f, now))[:limit]
 
     def all(self, scopes: Sequence[str], limit: int = 200) -> list[Fact]:
         return self.important(scopes, limit)
@@ -157,7 +166,7 @@ class Memory:
     ) -> Remembered:
         """Keep a fact in the scope's file. A repeat is not added twice; a fact with the same key (or the
         one named in `replaces`) is replaced, the old one kept under History."""
-        text = " ".join(text.split())
+        text = " ".join(scrub(text).split())  # a pasted credential is never kept
         if not text:
             raise ValueError("there is nothing to remember in an empty text")
         if len(text) > MAX_FACT_CHARS:
@@ -193,7 +202,7 @@ class Memory:
         if fact is not None:
             targets = [fact] if fact.scope in scopes else []
         else:
-            targets = [f for f in self.search(what, scopes, _CANDIDATES) if _has_all_words(f.text, what)][:_FORGET_LIMIT]
+            targets = [f for f in self._search(what, scopes, _CANDIDATES) if _has_all_words(f.text, what)][:_FORGET_LIMIT]
         by_path: dict[str, list[Fact]] = {}
         for target in targets:
             by_path.setdefault(target.path, []).append(target)
