@@ -255,3 +255,19 @@ async def test_memory_rides_in_the_front_situation_and_the_back_task_in_two_cham
     assert "Ada is vegetarian" in _seen(back[0])
     assert "remembered [" in back[1].tool_results()[0]["content"]
     assert "Ada dislikes loud places" in {f.text for f in app.stores.memory.all([f"user:telegram:{OWNER}"])}
+
+
+async def test_the_owner_queries_the_database_read_only_and_others_are_refused(telegram, models, start_bot, make_settings):
+    _open_access(make_settings)
+    query = ToolCall("database_query", {"sql": "SELECT chat, COUNT(*) AS n FROM messages WHERE direction = 'in' GROUP BY chat"})
+    hostile = ToolCall("database_query", {"sql": "WITH x AS (DELETE FROM messages RETURNING *) SELECT * FROM x"})
+    models.responder(lambda req: Reply(text="ok") if req.tool_results() else Reply(tool_calls=[query, hostile]))
+    await start_bot()
+    telegram.user_sends(OWNER, "how many messages did each chat send?")
+    await telegram.await_sent(OWNER, 1)
+    counted, refused = models.requests[-1].tool_results()
+    assert f"telegram:{OWNER} | 1" in counted["content"]
+    assert "refused: DELETE is not allowed" in refused["content"]
+    telegram.user_sends(6006, "and for me?")
+    await telegram.await_sent(6006, 1)
+    assert all("for the owner only" in r["content"] for r in models.requests[-1].tool_results())
