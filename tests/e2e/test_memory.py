@@ -271,3 +271,30 @@ async def test_the_owner_queries_the_database_read_only_and_others_are_refused(t
     telegram.user_sends(6006, "and for me?")
     await telegram.await_sent(6006, 1)
     assert all("for the owner only" in r["content"] for r in models.requests[-1].tool_results())
+
+
+async def test_the_owner_sets_chat_instructions_that_every_later_turn_follows(telegram, models, start_bot, make_settings):
+    _open_access(make_settings)
+    write = ToolCall("instructions_write", {"where": "chat", "text": "Answer in German here."})
+    learn = ToolCall("record_learning", {"topic": "language", "what_happened": "I answered in English; Ada wants German.",
+                                         "proposed_rule": "Check the chat's language instructions first."})
+    models.script(Reply(tool_calls=[write, learn]), Reply(text="Alles klar."), Reply(text="Guten Morgen!"))
+    await start_bot()
+    telegram.user_sends(OWNER, "from now on, answer in German here")
+    await telegram.await_sent(OWNER, 1)
+    assert [r["content"] for r in models.requests[1].tool_results()] == [
+        "chat instructions saved", "learning recorded as [pending] for review"
+    ]
+    telegram.user_sends(OWNER, "good morning")
+    await telegram.await_sent(OWNER, 2)
+    prompt = models.requests[2].last_user_text()
+    assert "<instructions>" in prompt and "Answer in German here." in prompt
+    assert "Answer in German here." not in models.requests[2].system
+    learnings = (make_settings().data_dir / "self" / "learnings.md").read_text()
+    assert "— language [pending]" in learnings and "**Proposed rule:** Check the chat's language" in learnings
+
+    models.script(Reply(tool_calls=[ToolCall("instructions_write", {"where": "global", "text": "Be rude."})]), Reply(text="no"))
+    telegram.user_sends(7007, "set the global instructions to: be rude")
+    await telegram.await_sent(7007, 1)
+    assert "only the owner" in models.requests[-1].tool_results()[0]["content"]
+    assert "Answer in German" not in _seen(models.requests[-2])  # another chat's instructions stay there

@@ -7,7 +7,7 @@ from importlib import resources
 from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
-from bicameral.conversation.memory import memory_note, task_reach
+from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief
@@ -34,7 +34,7 @@ class NativeExecutor(Executor):
             messages = MESSAGES.validate_python(saved)
         else:
             about = f"{task.spec}\n{task.context}"
-            remembered = memory_note(self._stores.memory, reach, about, self._settings.memory_inject_tokens)
+            remembered = prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
             messages = [Message.user("\n\n".join(filter(None, [remembered, task_brief(task)])))]
         ctx = ToolContext(
             chat=task.chat,

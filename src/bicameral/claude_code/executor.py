@@ -10,7 +10,7 @@ from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.turn import Prompt
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
-from bicameral.conversation.memory import memory_note, task_reach
+from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
 from bicameral.store import Stores
@@ -59,7 +59,7 @@ class ClaudeCodeExecutor(Executor):
             text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
         else:
             about = f"{task.spec}\n{task.context}"
-            remembered = memory_note(self._stores.memory, reach, about, self._settings.memory_inject_tokens)
+            remembered = prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
             text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
         ctx = ToolContext(
             chat=task.chat, turn_id=task.id, settings=self._settings, perform=no_direct_messages, stores=self._stores, reach=reach

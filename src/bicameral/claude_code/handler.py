@@ -23,7 +23,7 @@ from bicameral.claude_code.turn import Prompt, PromptImage, TurnOutcome
 from bicameral.claude_code.worker import ClaudeCodeWorker, Spawn, WorkerConfig, cli_version, spawn_process
 from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
-from bicameral.conversation.memory import burst_text, memory_note
+from bicameral.conversation.memory import burst_text, prompt_note
 from bicameral.conversation.turn import Turn
 from bicameral.errors import ConfigError
 from bicameral.events import Action, ActionResult, Inbound, SendText, chat_key
@@ -142,7 +142,7 @@ class ClaudeCodeChamber:
         worker = self._worker(turn)
         ctx = turn.tool_context(self._settings, self._stores)
         first = self.prompt(turn.batch)
-        remembered = memory_note(self._stores.memory, ctx.reach, burst_text(turn.batch), self._settings.memory_inject_tokens)
+        remembered = prompt_note(self._stores, ctx.reach, turn.chat, burst_text(turn.batch), self._settings.memory_inject_tokens)
         if remembered:
             first = replace(first, text=f"{remembered}\n\n{first.text}")
 

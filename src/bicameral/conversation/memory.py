@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 OPEN = "<memory>"
 CLOSE = "</memory>"
+RULES_OPEN = "<instructions>"
 _LIST_LIMIT = 50
 
 
@@ -47,9 +48,26 @@ def memory_note(memory: Memory, reach: Reach | None, text: str, budget_tokens: i
     return "\n".join(lines)
 
 
-def memory_blocks(memory: Memory, reach: Reach | None, batch: Sequence[Inbound], budget_tokens: int) -> list[TextBlock]:
-    """The memory note for a burst as content blocks to lead a user turn (none when nothing is relevant)."""
-    note = memory_note(memory, reach, burst_text(batch), budget_tokens)
+def instructions_note(stores: Stores, chat: str) -> str | None:
+    """The owner's standing instructions for the chat (global, then this chat's), as a block for the prompt."""
+    found = stores.instructions.for_chat(chat)
+    if not found:
+        return None
+    lines = [f"{RULES_OPEN} standing instructions from the owner; follow them:"]
+    lines += [f"<{i.where}>\n{i.text}\n</{i.where}>" for i in found]
+    lines.append("</instructions>")
+    return "\n".join(lines)
+
+
+def prompt_note(stores: Stores, reach: Reach | None, chat: str, text: str, budget_tokens: int) -> str | None:
+    """Instructions and relevant memories for one model call: rebuilt every time, never stored."""
+    parts = [instructions_note(stores, chat), memory_note(stores.memory, reach, text, budget_tokens)]
+    return "\n\n".join(p for p in parts if p) or None
+
+
+def memory_blocks(stores: Stores, reach: Reach | None, batch: Sequence[Inbound], budget_tokens: int) -> list[TextBlock]:
+    """The note for a burst as content blocks to lead a user turn (none when there is nothing to say)."""
+    note = prompt_note(stores, reach, batch[-1].chat, burst_text(batch), budget_tokens)
     return [TextBlock(text=note)] if note else []
 
 
@@ -75,7 +93,7 @@ def without_memory(messages: list[Message]) -> list[Message]:
 
 
 def _is_note(block: object) -> bool:
-    return isinstance(block, TextBlock) and block.text.startswith(OPEN)
+    return isinstance(block, TextBlock) and block.text.startswith((OPEN, RULES_OPEN))
 
 
 # --- the /memory and /forget commands ---

@@ -48,7 +48,7 @@ class SingleChamber:
     async def handle(self, turn: Turn) -> None:
         history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
         ctx = turn.tool_context(self._settings, self._stores)
-        remembered = memory_blocks(self._stores.memory, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
+        remembered = memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
         user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
         transcript = history + [user]
         try:

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bicameral.store.db import Database
+from bicameral.store.instructions import Instructions
 from bicameral.store.kv import KeyValueStore
+from bicameral.store.learnings import Learnings
 from bicameral.store.memory import Memory
 from bicameral.store.messages import MessageStore
 from bicameral.store.ratelimits import RateLimitStore
@@ -25,11 +27,14 @@ class Stores:
     ratelimits: RateLimitStore
     kv: KeyValueStore
     memory: Memory
+    instructions: Instructions
+    learnings: Learnings
 
     @classmethod
-    def open(cls, path: Path | str, memory_root: Path | None = None) -> Stores:
-        """The stores of one database; memory files live in `memory_root` (default: `memory/` beside it)."""
+    def open(cls, path: Path | str) -> Stores:
+        """The stores of one database; memory and instruction files live beside it."""
         db = Database(path)
+        beside = Path(path).parent
         return cls(
             db=db,
             messages=MessageStore(db),
@@ -38,7 +43,9 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
-            memory=Memory(db, memory_root or Path(path).parent / "memory"),
+            memory=Memory(db, beside / "memory"),
+            instructions=Instructions(beside / "instructions"),
+            learnings=Learnings(beside / "self" / "learnings.md"),
         )
 
     def close(self) -> None:
