@@ -197,7 +197,7 @@ def _open_stores(settings: Settings) -> Stores:
     except OSError as exc:
         raise ConfigError(f"the data dir {data_dir} cannot be created ({exc.strerror}): set BICAMERAL_DATA_DIR") from None
     try:
-        return Stores.open(settings.db_path)
+        return Stores.open(settings.db_path, committed_memory=settings.memory_committed_dir)
     except Exception as exc:
         raise ConfigError(
             f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"

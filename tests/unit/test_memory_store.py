@@ -225,3 +225,32 @@ def test_a_credential_is_never_kept(data: Path, stores: Stores) -> None:
     kept = stores.memory.remember(ADA, "My GitHub token is ghp_abcdefghijklmnopqrstuvwxyz0123456789")
     assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in kept.fact.text
     assert "ghp_abcdefghij" not in (data / "memory" / "users" / "telegram~1001.md").read_text()
+
+
+def test_a_committed_folder_is_searched_but_never_written(tmp_path: Path, data: Path) -> None:
+    committed = tmp_path / "repo" / "memories"
+    (committed / "users").mkdir(parents=True)
+    (committed / "users" / "telegram~1001.md").write_text("---\nname: Ada\n---\n- Ada's passport number ends in 42\n")
+    (committed / "global.md").write_text("- The house boiler is serviced every October\n")
+    before = {p: p.read_text() for p in committed.rglob("*.md")}
+    opened = Stores.open(data / "bicameral.db", committed_memory=committed)
+    try:
+        assert _texts(opened.memory.recall("passport", [ADA])) == ["Ada's passport number ends in 42"]
+        assert opened.memory.recall("passport", [BOB, GLOBAL]) == []
+        opened.memory.remember(ADA, "Ada's passport expires in 2031")
+        assert len(opened.memory.recall("passport", [ADA])) == 2
+        assert opened.memory.forget("passport", [ADA, GLOBAL])[0].text == "Ada's passport expires in 2031"
+        assert _texts(opened.memory.recall("passport", [ADA])) == ["Ada's passport number ends in 42"]
+        assert opened.memory.forget("boiler", [GLOBAL]) == []
+        assert {p: p.read_text() for p in committed.rglob("*.md")} == before
+    finally:
+        opened.close()
+
+
+def test_a_hand_edit_made_just_before_a_write_is_kept(data: Path, stores: Stores) -> None:
+    stores.memory.remember(ADA, "Ada plays the cello")
+    path = data / "memory" / "users" / "telegram~1001.md"
+    path.write_text(path.read_text() + "- Ada's cello teacher is Mr. Ito\n")  # no read happens in between
+    stores.memory.remember(ADA, "Ada practises on Sundays")
+    text = path.read_text()
+    assert "Ada plays the cello" in text and "Mr. Ito" in text and "Sundays" in text

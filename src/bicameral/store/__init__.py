@@ -31,8 +31,9 @@ class Stores:
     learnings: Learnings
 
     @classmethod
-    def open(cls, path: Path | str) -> Stores:
-        """The stores of one database; memory and instruction files live beside it."""
+    def open(cls, path: Path | str, committed_memory: Path | None = None) -> Stores:
+        """The stores of one database; memory and instruction files live beside it (plus, optionally, a
+        read-only committed memory folder)."""
         db = Database(path)
         beside = Path(path).parent
         return cls(
@@ -43,7 +44,7 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
-            memory=Memory(db, beside / "memory"),
+            memory=Memory(db, beside / "memory", committed=committed_memory),
             instructions=Instructions(beside / "instructions"),
             learnings=Learnings(beside / "self" / "learnings.md"),
         )

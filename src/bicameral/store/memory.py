@@ -41,6 +41,7 @@ from bicameral.store.memory_index import Fact, MemoryIndex, meaningful_words
 log = logging.getLogger(__name__)
 
 MAX_FACT_CHARS = 1000
+COMMITTED = "@committed/"  # index keys of files in the read-only committed folder
 _CANDIDATES = 50
 _FORGET_LIMIT = 20
 
@@ -61,8 +62,12 @@ class Stats:
 class Memory:
     """The memory of one data dir: its files under `root`, their index in the database."""
 
-    def __init__(self, db: Database, root: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, db: Database, root: Path, *, committed: Path | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.root = Path(root)
+        # A read-only folder kept in the owner's own repository: searched like the rest, never written.
+        self.committed = Path(committed) if committed is not None else None
         self.index = MemoryIndex(db)
         self._clock = clock
 
@@ -72,25 +77,32 @@ class Memory:
         """Index every file that changed since it was last indexed; drop files that are gone."""
         known = self.index.file_states()
         seen: set[str] = set()
-        for rel in markdown_files(self.root):
-            key = rel.as_posix()
-            seen.add(key)
-            try:
-                stat = (self.root / rel).stat()
-            except OSError:
-                continue
-            state = known.get(key)
-            if state is not None and state.mtime_ns == stat.st_mtime_ns and state.size == stat.st_size:
-                continue
-            self._index_file(rel, stat.st_mtime_ns, stat.st_size)
+        roots = [(self.root, "")] + ([(self.committed, COMMITTED)] if self.committed is not None else [])
+        for root, prefix in roots:
+            for rel in markdown_files(root):
+                key = prefix + rel.as_posix()
+                seen.add(key)
+                try:
+                    stat = (root / rel).stat()
+                except OSError:
+                    continue
+                state = known.get(key)
+                if state is not None and state.mtime_ns == stat.st_mtime_ns and state.size == stat.st_size:
+                    continue
+                self._index_file(key, stat.st_mtime_ns, stat.st_size)
         for gone in set(known) - seen:
             self.index.drop_file(gone)
 
-    def _index_file(self, rel: Path, mtime_ns: int, size: int) -> None:
-        scope = scope_for_path(rel)
-        key = rel.as_posix()
+    def _file(self, key: str) -> Path:
+        """The file behind an index key: `@committed/...` lies in the committed folder, the rest in the root."""
+        if key.startswith(COMMITTED) and self.committed is not None:
+            return self.committed / key.removeprefix(COMMITTED)
+        return self.root / key
+
+    def _index_file(self, key: str, mtime_ns: int, size: int) -> None:
+        scope = scope_for_path(Path(key.removeprefix(COMMITTED)))
         try:
-            parsed = read_file(self.root / rel, scope, key)
+            parsed = read_file(self._file(key), scope, key)
         except (BrokenMemoryFile, OSError) as exc:
             log.warning("memory file %s skipped: %s", key, exc)
             self.index.replace_file(key, scope, mtime_ns, size, (), self._clock(), error=str(exc))
@@ -203,6 +215,9 @@ class Memory:
             targets = [fact] if fact.scope in scopes else []
         else:
             targets = [f for f in self._search(what, scopes, _CANDIDATES) if _has_all_words(f.text, what)][:_FORGET_LIMIT]
+        if any(t.path.startswith(COMMITTED) for t in targets):
+            log.info("forget %r: facts in the committed memory folder are read-only and stay", what)
+            targets = [t for t in targets if not t.path.startswith(COMMITTED)]
         by_path: dict[str, list[Fact]] = {}
         for target in targets:
             by_path.setdefault(target.path, []).append(target)
@@ -232,9 +247,8 @@ class Memory:
 
     def _write(self, path: Path, content: str) -> None:
         write_file(self.root, path, content)
-        rel = path.relative_to(self.root)
         stat = path.stat()
-        self._index_file(rel, stat.st_mtime_ns, stat.st_size)
+        self._index_file(path.relative_to(self.root).as_posix(), stat.st_mtime_ns, stat.st_size)
 
     def _fact(self, fact_id: str) -> Fact:
         fact = self.index.get(fact_id)
