@@ -79,17 +79,13 @@ class Memory:
         seen: set[str] = set()
         roots = [(self.root, "")] + ([(self.committed, COMMITTED)] if self.committed is not None else [])
         for root, prefix in roots:
-            for rel in markdown_files(root):
-                key = prefix + rel.as_posix()
+            for found in markdown_files(root):
+                key = prefix + found.rel
                 seen.add(key)
-                try:
-                    stat = (root / rel).stat()
-                except OSError:
-                    continue
                 state = known.get(key)
-                if state is not None and state.mtime_ns == stat.st_mtime_ns and state.size == stat.st_size:
+                if state is not None and state.mtime_ns == found.mtime_ns and state.size == found.size:
                     continue
-                self._index_file(key, stat.st_mtime_ns, stat.st_size)
+                self._index_file(key, found.mtime_ns, found.size)
         for gone in set(known) - seen:
             self.index.drop_file(gone)
 

@@ -133,19 +133,37 @@ def inside(root: Path, path: Path) -> bool:
         return False
 
 
-def markdown_files(root: Path) -> list[Path]:
-    """Every `.md` file under the root (relative paths), skipping symlinks and anything outside it."""
-    if not root.is_dir():
-        return []
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(dirpath)
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (here / d).is_symlink()]
-        for name in filenames:
-            path = here / name
-            if name.endswith(".md") and not name.startswith(".") and inside(root, path):
-                found.append(path.relative_to(root))
-    return sorted(found)
+@dataclass(frozen=True)
+class FileStat:
+    rel: str  # path under the root, with forward slashes
+    mtime_ns: int
+    size: int
+
+
+def markdown_files(root: Path) -> list[FileStat]:
+    """Every `.md` file under the root with its stat, never following a symlink (so nothing outside is seen)."""
+    found: list[FileStat] = []
+
+    def walk(folder: str, prefix: str) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    walk(entry.path, f"{prefix}{entry.name}/")
+                elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    stat = entry.stat(follow_symlinks=False)
+                    found.append(FileStat(prefix + entry.name, stat.st_mtime_ns, stat.st_size))
+            except OSError:
+                continue
+
+    if root.is_dir() and not root.is_symlink():
+        walk(str(root), "")
+    return sorted(found, key=lambda f: f.rel)
 
 
 # --- parse ---
