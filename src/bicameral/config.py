@@ -130,6 +130,7 @@ class Settings(BaseSettings):
     # --- memory ---
     memory_inject_tokens: int = Field(default=400, ge=0)  # 0: never put remembered facts into prompts
     memory_committed_dir: Path | None = None  # a read-only memory folder, e.g. in the owner's own repository
+    memory_extraction: bool = False  # single mode: after each reply, ask the model for facts worth keeping
 
     # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---
     # The `claude` CLI runs the turns; these bound how it is run and supervised.

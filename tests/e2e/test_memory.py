@@ -298,3 +298,32 @@ async def test_the_owner_sets_chat_instructions_that_every_later_turn_follows(te
     await telegram.await_sent(7007, 1)
     assert "only the owner" in models.requests[-1].tool_results()[0]["content"]
     assert "Answer in German" not in _seen(models.requests[-2])  # another chat's instructions stay there
+
+
+async def test_facts_are_extracted_after_the_reply_without_delaying_it(telegram, models, start_bot, make_settings, caplog):
+    caplog.set_level(logging.WARNING)
+
+    def respond(req: Request) -> Reply:
+        if "long-term memory" not in req.system:
+            return Reply(text="Lovely!")
+        if "garbled" in req.last_user_text():
+            return Reply(text="I think you like cats?")  # not the facts JSON: logged, nothing kept
+        assert "Lovely!" in req.last_user_text()  # extraction sees the reply, so it ran after it
+        facts = [{"text": "Ada is vegetarian", "importance": 0.8, "key": "diet", "about": "me"},
+                 {"text": "The group meets on Fridays", "about": "group"}]
+        return Reply(text=json.dumps({"facts": facts}), latency=0.5)
+
+    models.responder(respond)
+    app = await start_bot(memory_extraction=True)
+    telegram.user_sends(OWNER, "I'm vegetarian, by the way")
+    await telegram.await_sent(OWNER, 1)
+    chat_request, extraction = await models.await_requests(2)
+    assert extraction.received_at >= chat_request.completed_at
+    kept = await _until(lambda: app.stores.memory.all([f"user:telegram:{OWNER}"]), "the extracted fact")
+    assert [(f.text, f.key) for f in kept] == [("Ada is vegetarian", "diet")]
+    assert not app.stores.memory.recall("Fridays", [f"chat:telegram:{OWNER}"])  # a DM is no group: not kept
+
+    telegram.user_sends(OWNER, "garbled exchange")
+    await telegram.await_sent(OWNER, 2)
+    await _until(lambda: any("fact extraction" in r.getMessage() for r in caplog.records), "the logged failure")
+    assert [f.text for f in app.stores.memory.all([f"user:telegram:{OWNER}"])] == ["Ada is vegetarian"]

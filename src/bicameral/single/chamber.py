@@ -10,6 +10,7 @@ from bicameral.agent.runner import NativeRunner
 from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks, envelope
+from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks, without_memory
 from bicameral.conversation.turn import Turn
 from bicameral.events import SendText
@@ -27,6 +28,7 @@ class SingleChamber:
         self._stores = stores
         self._runner = runner
         self._template = resources.files("bicameral.prompts").joinpath("single.md").read_text(encoding="utf-8")
+        self._extractor = FactExtractor(runner.model, stores.memory) if settings.memory_extraction else None
 
     def system_prompt(self, turn: Turn) -> str:
         first = turn.batch[0]
@@ -37,7 +39,9 @@ class SingleChamber:
         """Nothing to acquire: the model client connects lazily."""
 
     async def stop(self) -> None:
-        """Nothing to release: the app closes the models it built."""
+        """Cancel fact extraction still running; the app closes the models it built."""
+        if self._extractor is not None:
+            await self._extractor.close()
 
     def reset(self, chat: str) -> None:
         self._stores.sessions.clear(chat)
@@ -70,6 +74,8 @@ class SingleChamber:
             await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id))
         elif not ctx.sent_message_ids:
             log.warning("turn %s in %s ended with no text and sent nothing", turn.turn_id, turn.chat)
+        if self._extractor is not None and result.error is None:
+            self._extractor.schedule(ctx.reach, turn.batch, reply)  # after the reply is out: never delays it
 
     def _save(self, chat: str, messages: list[Message]) -> None:
         stored = prepare_for_storage(without_memory(messages), self._settings.max_session_messages)
