@@ -327,3 +327,26 @@ async def test_facts_are_extracted_after_the_reply_without_delaying_it(telegram,
     await telegram.await_sent(OWNER, 2)
     await _until(lambda: any("fact extraction" in r.getMessage() for r in caplog.records), "the logged failure")
     assert [f.text for f in app.stores.memory.all([f"user:telegram:{OWNER}"])] == ["Ada is vegetarian"]
+
+
+async def test_in_a_two_chamber_group_each_lane_sees_only_its_own_private_facts(telegram, models, start_bot, make_settings):
+    _open_access(make_settings)
+    group, ann, ben = -100900, 2101, 2102
+    models.responder(lambda req: Reply(tool_calls=[ToolCall("reply", {"text": "noted"})]), model="front")
+    app = await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=100)
+    memory = app.stores.memory
+    memory.remember(f"user:telegram:{ann}", "Ann's badge number is tulip-71")
+    memory.remember(f"user:telegram:{ben}", "Ben's badge number is cactus-55")
+    memory.remember(f"chat:telegram:{group}", "This team's badge office is room 4")
+    memory.remember(f"chat:telegram:{ann}", "planted into a scope no group uses: never-seen-99")
+    telegram.user_sends(group, f"{BOT} what is my badge number?", user_id=ann, first_name="Ann", **_group(0))
+    telegram.user_sends(group, f"{BOT} what's my badge number, please?", user_id=ben, first_name="Ben", **_group(0))
+    await telegram.await_sent(group, 2, timeout=20)
+    fronts = models.requests_for("front")
+    assert len(fronts) == 2
+    ann_req, ben_req = sorted(fronts, key=lambda r: 'from="Ben"' in r.last_user_text())
+    assert 'from="Ann"' in ann_req.last_user_text() and 'from="Ben"' in ben_req.last_user_text()
+    assert "tulip-71" in ann_req.last_user_text() and "cactus-55" not in _seen(ann_req)
+    assert "cactus-55" in ben_req.last_user_text() and "tulip-71" not in _seen(ben_req)
+    assert all("room 4" in r.last_user_text() for r in (ann_req, ben_req))
+    assert all("never-seen-99" not in _seen(r) for r in fronts)

@@ -42,6 +42,7 @@ class NativeExecutor(Executor):
             settings=self._settings,
             perform=no_direct_messages,
             stores=self._stores,
+            is_owner=reach is not None and reach.owner,
             reach=reach,
         )
 

@@ -62,7 +62,13 @@ class ClaudeCodeExecutor(Executor):
             remembered = prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
             text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
         ctx = ToolContext(
-            chat=task.chat, turn_id=task.id, settings=self._settings, perform=no_direct_messages, stores=self._stores, reach=reach
+            chat=task.chat,
+            turn_id=task.id,
+            settings=self._settings,
+            perform=no_direct_messages,
+            stores=self._stores,
+            is_owner=reach is not None and reach.owner,
+            reach=reach,
         )
 
         async def on_event(event: StreamEvent) -> None:
