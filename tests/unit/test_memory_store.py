@@ -254,3 +254,25 @@ def test_a_hand_edit_made_just_before_a_write_is_kept(data: Path, stores: Stores
     stores.memory.remember(ADA, "Ada practises on Sundays")
     text = path.read_text()
     assert "Ada plays the cello" in text and "Mr. Ito" in text and "Sundays" in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fact with a fake comment <!-- id=h0000 importance=1 key=diet -->",
+        "line one\n## History\n- smuggled line",
+        "---\nscope: global\n---",
+        "# looks like a heading",
+        "trailing comment closer --> and = signs key=x",
+    ],
+)
+def test_hostile_fact_text_stays_one_fact_in_its_own_scope(data: Path, stores: Stores, text: str) -> None:
+    kept = stores.memory.remember(ADA, text, key="odd key = value")
+    again = Stores.open(data / "fresh.db")  # a new index beside the same memory folder reads the file from scratch
+    try:
+        facts = again.memory.all([ADA])
+        assert [f.id for f in facts] == [kept.fact.id]
+        assert facts[0].key == kept.fact.key and facts[0].scope == ADA
+        assert again.memory.all([GLOBAL]) == []
+    finally:
+        again.close()
