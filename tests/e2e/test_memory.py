@@ -350,3 +350,31 @@ async def test_in_a_two_chamber_group_each_lane_sees_only_its_own_private_facts(
     assert "cactus-55" in ben_req.last_user_text() and "tulip-71" not in _seen(ben_req)
     assert all("room 4" in r.last_user_text() for r in (ann_req, ben_req))
     assert all("never-seen-99" not in _seen(r) for r in fronts)
+
+
+async def test_a_long_session_is_compacted_after_its_facts_are_flushed_to_memory(telegram, models, start_bot):
+    def respond(req: Request) -> Reply:
+        if "long-term memory" in req.system:
+            locker = {"text": "Ada's locker is number 512", "importance": 0.7, "key": "locker"}
+            return Reply(text=json.dumps({"facts": [locker] if "512" in req.last_user_text() else []}))
+        if "Summarise the earlier part" in req.system:
+            return Reply(text="Earlier, Ada chatted about her week.")
+        return Reply(text="ok")
+
+    models.responder(respond)
+    app = await start_bot(session_compact_tokens=300)
+    padding = " and some more words about the week" * 6
+    for turn in range(7):
+        opening = "my locker is number 512" if turn == 0 else f"message {turn}"
+        telegram.user_sends(OWNER, opening + padding)
+        await telegram.await_sent(OWNER, turn + 1)
+    systems = [r.system for r in models.requests]
+    flush = next(i for i, s in enumerate(systems) if "long-term memory" in s)
+    summary = next(i for i, s in enumerate(systems) if "Summarise the earlier part" in s)
+    assert flush < summary  # facts first, then the summary
+    assert "my locker is number 512" in models.requests[summary].last_user_text()
+    last = models.requests[-1]
+    assert "<summary of the earlier conversation>" in _seen(last) and "Earlier, Ada chatted" in _seen(last)
+    assert "my locker is number 512" not in _seen(last)  # the turn itself is summarised away ...
+    assert [f.text for f in app.stores.memory.all([f"user:telegram:{OWNER}"])] == ["Ada's locker is number 512"]
+    assert "Ada's locker is number 512" in last.last_user_text()  # ... but the fact still reaches the model

@@ -69,15 +69,20 @@ class FactExtractor:
                 await task
 
     async def _extract(self, reach: Reach, batch: list[Inbound], reply: str) -> None:
+        lines = [f"{i.sender.name}: {i.text}" for i in batch if i.text.strip()]
+        await self.flush(reach, "\n".join([*lines, f"assistant: {reply}"]))
+
+    async def flush(self, reach: Reach, exchange: str) -> int:
+        """Remember the durable facts of an exchange (e.g. before it is summarised away); returns how many."""
         try:
-            completion = await complete(self._model, SYSTEM, [Message.user(self._exchange(reach, batch, reply))], [],
-                                        self._max_tokens)
+            prompt = self._prompt(reach, exchange)
+            completion = await complete(self._model, SYSTEM, [Message.user(prompt)], [], self._max_tokens)
             facts = parse_facts(completion.text)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("fact extraction in %s failed: %s", reach.chat, exc)
-            return
+            return 0
         kept = 0
         for fact in facts[:_MAX_FACTS]:
             try:
@@ -88,13 +93,12 @@ class FactExtractor:
                 log.info("extracted fact not kept in %s: %s", reach.chat, exc)
         if kept:
             log.info("remembered %d extracted fact(s) in %s", kept, reach.chat)
+        return kept
 
-    def _exchange(self, reach: Reach, batch: list[Inbound], reply: str) -> str:
+    def _prompt(self, reach: Reach, exchange: str) -> str:
         known = self._memory.important(reach.readable, _KNOWN)
-        lines = ["<known_facts>"] + [f"- key={f.key or '-'}: {f.text}" for f in known] + ["</known_facts>", "<exchange>"]
-        lines += [f"{i.sender.name}: {i.text}" for i in batch if i.text.strip()]
-        lines += [f"assistant: {reply}", "</exchange>"]
-        return "\n".join(lines)
+        lines = ["<known_facts>"] + [f"- key={f.key or '-'}: {f.text}" for f in known] + ["</known_facts>"]
+        return "\n".join([*lines, "<exchange>", exchange, "</exchange>"])
 
 
 def parse_facts(text: str) -> list[_Fact]:

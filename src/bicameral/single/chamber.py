@@ -9,6 +9,7 @@ from bicameral.agent.failures import describe_model_error, describe_stop
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
+from bicameral.conversation.compaction import Compactor
 from bicameral.conversation.envelope import content_blocks, envelope
 from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks, without_memory
@@ -28,7 +29,9 @@ class SingleChamber:
         self._stores = stores
         self._runner = runner
         self._template = resources.files("bicameral.prompts").joinpath("single.md").read_text(encoding="utf-8")
-        self._extractor = FactExtractor(runner.model, stores.memory) if settings.memory_extraction else None
+        extractor = FactExtractor(runner.model, stores.memory)
+        self._extractor = extractor if settings.memory_extraction else None
+        self._compactor = Compactor(runner.model, extractor, budget_tokens=settings.session_compact_tokens)
 
     def system_prompt(self, turn: Turn) -> str:
         first = turn.batch[0]
@@ -50,8 +53,8 @@ class SingleChamber:
         return False  # all single-mode work lives inside the turn, which the conversation cancels
 
     async def handle(self, turn: Turn) -> None:
-        history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
         ctx = turn.tool_context(self._settings, self._stores)
+        history = await self._compactor.compact(MESSAGES.validate_python(self._stores.sessions.load(turn.chat)), ctx.reach)
         remembered = memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
         user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
         transcript = history + [user]
