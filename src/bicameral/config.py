@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     # --- memory ---
     memory_inject_tokens: int = Field(default=400, ge=0)  # 0: never put remembered facts into prompts
     memory_committed_dir: Path | None = None  # a read-only memory folder, e.g. in the owner's own repository
-    memory_extraction: bool = False  # single mode: after each reply, ask the model for facts worth keeping
+    memory_extraction: bool = False  # after each reply, ask the model (the front's) for facts worth keeping
     session_compact_tokens: int = Field(default=24000, ge=0)  # single mode: summarise older turns past this (0 = never)
 
     # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---

@@ -378,3 +378,19 @@ async def test_a_long_session_is_compacted_after_its_facts_are_flushed_to_memory
     assert "my locker is number 512" not in _seen(last)  # the turn itself is summarised away ...
     assert [f.text for f in app.stores.memory.all([f"user:telegram:{OWNER}"])] == ["Ada's locker is number 512"]
     assert "Ada's locker is number 512" in last.last_user_text()  # ... but the fact still reaches the model
+
+
+async def test_the_front_extracts_facts_after_answering_in_two_chamber_mode(telegram, models, start_bot):
+    def front(req: Request) -> Reply:
+        if "long-term memory" in req.system:
+            return Reply(text=json.dumps({"facts": [{"text": "Ada's sister Mia was born on 3 May", "key": "sister birthday"}]}))
+        return Reply(tool_calls=[ToolCall("reply", {"text": "How lovely!"})])
+
+    models.responder(front, model="front")
+    app = await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=100, memory_extraction=True)
+    telegram.user_sends(OWNER, "my sister Mia's birthday is on 3 May")
+    sent = await telegram.await_sent(OWNER, 1)
+    assert sent[0]["text"] == "How lovely!"
+    kept = await _until(lambda: app.stores.memory.all([f"user:telegram:{OWNER}"]), "the extracted fact")
+    assert [f.text for f in kept] == ["Ada's sister Mia was born on 3 May"]
+    assert models.requests_for("back") == []

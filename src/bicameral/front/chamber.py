@@ -14,6 +14,7 @@ from importlib import resources
 from bicameral.agent.failures import describe_model_error
 from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks
 from bicameral.conversation.turn import Turn
 from bicameral.events import Action, ActionResult
@@ -74,6 +75,7 @@ class FrontChamber:
             retry_delay=settings.task_retry_delay_seconds,
         )
         self._template = resources.files("bicameral.prompts").joinpath("front.md").read_text(encoding="utf-8")
+        self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
         self._followups: dict[str, asyncio.Task] = {}
         self._notes_loop: asyncio.Task | None = None
         self._last_note: dict[str, float] = {}
@@ -93,6 +95,8 @@ class FrontChamber:
                 task.cancel()
         await self.bus.close()
         await self._executor.stop()
+        if self._extractor is not None:
+            await self._extractor.close()
 
     def reset(self, chat: str) -> None:
         self._stores.kv.set(_RESET_KEY + chat, repr(self._clock()))
@@ -123,6 +127,8 @@ class FrontChamber:
         if text and not actions.replied:
             await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, thread_id=turn.thread_id, perform=turn.perform)
         await self._deliver_waiting(turn.chat)
+        if self._extractor is not None:
+            self._extractor.schedule(turn.reach, turn.batch, text)  # in the background, after the answer
 
     # --- task events: the only source of what the user hears about work ---
 
