@@ -110,7 +110,7 @@ class Memory:
     # --- reading ---
 
     def search(self, text: str, scopes: Sequence[str], limit: int = 10) -> list[Fact]:
-        """Entries matching the words, best first (relevance weighed by importance, recency and use)."""
+        """Entries matching the words, best match first, then by importance, recency and use."""
         self.sync()
         return self._search(text, scopes, limit)
 
@@ -146,8 +146,8 @@ class Memory:
     def _search(self, text: str, scopes: Sequence[str], limit: int) -> list[Fact]:
         found = self.index.search(text, scopes, _CANDIDATES)
         now = self._clock()
-        # bm25 is negative, lower is better: scale it by weight and keep the order ascending.
-        found.sort(key=lambda f: f.rank * (0.5 + weight(f, now)))
+        # Best match first (bm25: lower is better); importance, recency and use break ties.
+        found.sort(key=lambda f: (round(f.rank, 6), -weight(f, now)))
         return found[:limit]
 
     def _important(self, scopes: Sequence[str], limit: int) -> list[Fact]:
