@@ -34,7 +34,7 @@ class NativeExecutor(Executor):
             messages = MESSAGES.validate_python(saved)
         else:
             about = f"{task.spec}\n{task.context}"
-            remembered = prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
+            remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
             messages = [Message.user("\n\n".join(filter(None, [remembered, task_brief(task)])))]
         ctx = ToolContext(
             chat=task.chat,

@@ -59,7 +59,7 @@ class ClaudeCodeExecutor(Executor):
             text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
         else:
             about = f"{task.spec}\n{task.context}"
-            remembered = prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
+            remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
             text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
         ctx = ToolContext(
             chat=task.chat,

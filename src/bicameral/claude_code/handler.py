@@ -142,7 +142,8 @@ class ClaudeCodeChamber:
         worker = self._worker(turn)
         ctx = turn.tool_context(self._settings, self._stores)
         first = self.prompt(turn.batch)
-        remembered = prompt_note(self._stores, ctx.reach, turn.chat, burst_text(turn.batch), self._settings.memory_inject_tokens)
+        budget = self._settings.memory_inject_tokens
+        remembered = await prompt_note(self._stores, ctx.reach, turn.chat, burst_text(turn.batch), budget)
         if remembered:
             first = replace(first, text=f"{remembered}\n\n{first.text}")
 

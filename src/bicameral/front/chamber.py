@@ -111,7 +111,7 @@ class FrontChamber:
         # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
         system = self._template.format(bot_name=self._settings.bot_name)
         situation = TextBlock(text=f"<situation>\n{self._context(turn)}\n</situation>")
-        remembered = memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
+        remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
         user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch)])
         try:
             completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)

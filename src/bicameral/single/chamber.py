@@ -55,7 +55,7 @@ class SingleChamber:
     async def handle(self, turn: Turn) -> None:
         ctx = turn.tool_context(self._settings, self._stores)
         history = await self._compactor.compact(MESSAGES.validate_python(self._stores.sessions.load(turn.chat)), ctx.reach)
-        remembered = memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
+        remembered = await memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
         user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
         transcript = history + [user]
         try:
