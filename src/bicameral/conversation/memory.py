@@ -1,4 +1,4 @@
-"""Memory in the conversation: the block of relevant facts put before a model call, and /memory and /forget."""
+"""Memory in the conversation: standing instructions and relevant facts for a model call, a task's reach, /memory, /forget."""
 
 from __future__ import annotations
 
