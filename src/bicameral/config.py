@@ -128,6 +128,12 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
     max_session_messages: int = Field(default=60, ge=4)
 
+    # --- memory ---
+    memory_inject_tokens: int = Field(default=400, ge=0)  # 0: never put remembered facts into prompts
+    memory_committed_dir: Path | None = None  # a read-only memory folder, e.g. in the owner's own repository
+    memory_extraction: bool = False  # after each reply, ask the model (the front's) for facts worth keeping
+    session_compact_tokens: int = Field(default=24000, ge=0)  # single mode: summarise older turns past this (0 = never)
+
     # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---
     # The `claude` CLI runs the turns; these bound how it is run and supervised.
     claude_bin: str = "claude"

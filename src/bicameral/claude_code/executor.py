@@ -9,6 +9,7 @@ from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
+from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.events import TRUSTED_CHANNELS, chat_key
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
@@ -59,11 +60,14 @@ class ClaudeCodeExecutor(Executor):
             f"task:{task.id}", config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
         )
         notes = control.drain_notes()
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id)
         if sessions.get() is not None:
             # A resumed session already holds the brief and the finished steps; send what changed.
             text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
         else:
-            text = "\n".join([task_brief(task), *notes])
+            about = f"{task.spec}\n{task.context}"
+            remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
+            text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
@@ -71,6 +75,7 @@ class ClaudeCodeExecutor(Executor):
             perform=no_direct_messages,
             stores=self._stores,
             is_owner=for_owner,
+            reach=reach,
         )
 
         async def on_event(event: StreamEvent) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 
 from bicameral import prompts
 from bicameral.agent.failures import describe_stop
@@ -23,6 +24,7 @@ from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.memory import burst_text, prompt_note
 from bicameral.conversation.turn import Turn
 from bicameral.errors import ConfigError
 from bicameral.events import Inbound, SendText, chat_key
@@ -140,6 +142,11 @@ class ClaudeCodeChamber:
             self._owner_chats.add(turn.chat)
         worker = self._worker(turn)
         ctx = turn.tool_context(self._settings, self._stores)
+        first = self.prompt(turn.batch)
+        budget = self._settings.memory_inject_tokens
+        remembered = await prompt_note(self._stores, ctx.reach, turn.chat, burst_text(turn.batch), budget)
+        if remembered:
+            first = replace(first, text=f"{remembered}\n\n{first.text}")
 
         def drain() -> list[Prompt]:
             batch = turn.drain_injected()
@@ -148,13 +155,13 @@ class ClaudeCodeChamber:
         def undelivered() -> bool:
             return not ctx.sent_message_ids
 
-        outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+        outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
         if outcome.failure is not None and outcome.failure.retry:
             # The stored session could not be reopened: the same turn once more, in a fresh one.
             log.warning("%s: %s; retrying the turn in a fresh session", turn.chat, outcome.failure.kind)
             await worker.reset_session()
             await self._say(turn, outcome.failure.message)
-            outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+            outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
         last_text = outcome.final_text
         nudges = 0
         while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:

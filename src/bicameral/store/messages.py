@@ -99,6 +99,51 @@ class MessageStore:
         )
         return [dict(row) for row in reversed(rows)]
 
+    def search(
+        self,
+        words: list[str],
+        *,
+        chat: str,
+        person: tuple[str, str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 20,
+    ) -> list[dict]:
+        """Messages containing every word (any case), newest first: in `chat`, or with `person`
+        (channel, sender id) in every chat that person ever wrote in."""
+        where = ["text <> ''"]
+        params: list = []
+        if person is not None:
+            where.append("chat IN (SELECT DISTINCT chat FROM messages WHERE channel = ? AND sender_id = ?)")
+            params += list(person)
+        else:
+            where.append("chat = ?")
+            params.append(chat)
+        for word in words:
+            where.append("text LIKE ? ESCAPE '\\'")
+            params.append("%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+        if since is not None:
+            where.append("created_at >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("created_at < ?")
+            params.append(until)
+        rows = self._db.query(
+            f"""SELECT chat, direction, sender_name, text, created_at FROM messages
+                WHERE {" AND ".join(where)} ORDER BY created_at DESC, id DESC LIMIT ?""",
+            (*params, limit),
+        )
+        return [dict(row) for row in rows]
+
+    def inbound_of(self, chat: str, message_id: str | None = None) -> Inbound | None:
+        """A stored inbound message as it arrived: the one with `message_id`, else the chat's latest."""
+        row = self._db.query_one(
+            """SELECT id, payload FROM messages WHERE chat = ? AND direction = 'in' AND payload IS NOT NULL
+               AND (? IS NULL OR message_id = ?) ORDER BY id DESC LIMIT 1""",
+            (chat, message_id, message_id),
+        )
+        return inbound_from_json(row["payload"], row_id=row["id"]) if row else None
+
 
 def inbound_to_json(inbound: Inbound) -> str:
     data = asdict(inbound)

@@ -14,6 +14,7 @@ from bicameral.events import Action, ActionResult
 
 if TYPE_CHECKING:
     from bicameral.store import Stores
+    from bicameral.store.memory_scopes import Reach
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -37,6 +38,8 @@ class ToolContext:
     message_ids: tuple[str, ...] = ()
     is_owner: bool = False
     sent_message_ids: list[str] = field(default_factory=list)
+    # The memory this conversation may use (see store/memory_scopes.py); None: no memory at all.
+    reach: Reach | None = None
 
 
 @dataclass(frozen=True)
