@@ -115,6 +115,8 @@ class Settings(BaseSettings):
     short_result_chars: int = Field(default=600, ge=0)
     delivery_pause_scale: float = Field(default=1.0, ge=0)
     status_interval_seconds: float = Field(default=180.0, gt=0)
+    # Single mode and the Claude Code chamber: a turn still working after this long shows a progress note.
+    progress_note_after_seconds: float = Field(default=15.0, ge=0)
     progress_interval_seconds: float = Field(default=5.0, ge=0)
     away_after_seconds: float = Field(default=1800.0, gt=0)
     burst_followup_seconds: float = Field(default=45.0, gt=0)
