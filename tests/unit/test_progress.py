@@ -84,3 +84,26 @@ async def test_off_at_zero() -> None:
     await note.step("anything()")
     await note.close()
     assert channel.actions == []
+
+
+async def test_the_last_step_of_a_burst_is_shown_when_the_interval_is_up() -> None:
+    channel = Channel()
+    waits: list[float] = []
+    edited = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)  # the note's first wait and the trailing edit's both pass at once here
+
+    async def perform(action: Action) -> ActionResult:
+        if isinstance(action, EditText):
+            edited.set()
+        return await channel.perform(action)
+
+    note = ProgressNote(perform, CHAT, after=15, edit_every=3, sleep=sleep, clock=lambda: 100.0)
+    note.start()
+    await channel.performed.wait()
+    await note.step("current_time()")
+    await edited.wait()
+    await note.close()
+    assert waits == [15, 3.0]
+    assert [a.text for a in channel.actions if isinstance(a, EditText)] == ["Still working on it… step 1: current_time()"]

@@ -17,8 +17,8 @@ class ProgressNote:
     """Shows that a turn is still working once it has run `after` seconds, with its latest step.
 
     The note is one message: later steps edit it (at most every `edit_every` seconds, so a burst of
-    tool calls is not a burst of edits), and `close` deletes it, since the answer that follows is
-    what the user came for. Every call is cosmetic: a failure is logged, never raised.
+    tool calls is one edit, made when the interval is up), and `close` deletes it, since the answer
+    that follows is what the user came for. Every call is cosmetic: a failure is logged, never raised.
     """
 
     def __init__(
@@ -46,6 +46,7 @@ class ProgressNote:
         self._edited_at = 0.0
         self._showing = False  # the first send is under way: close waits for it instead of cancelling it
         self._timer: asyncio.Task[None] | None = None
+        self._trailing: asyncio.Task[None] | None = None  # the edit a burst of steps is waiting for
         self._lock = asyncio.Lock()
 
     def start(self) -> None:
@@ -57,13 +58,20 @@ class ProgressNote:
         """Record the step the turn just began; edits the note when one is showing."""
         self._steps += 1
         self._latest = description
-        if self._message_id is not None and self._clock() - self._edited_at >= self._edit_every:
+        if self._message_id is None:
+            return
+        wait = self._edited_at + self._edit_every - self._clock()
+        if wait <= 0:
             async with self._lock:
                 await self._edit()
+        elif self._trailing is None or self._trailing.done():
+            self._trailing = asyncio.create_task(self._edit_later(wait), name=f"progress-edit:{self._chat}")
 
     async def close(self) -> None:
         """Stop the timer and take the note down; safe to call when it never showed."""
         timer, self._timer = self._timer, None
+        if self._trailing is not None:
+            self._trailing.cancel()
         if timer is not None and not timer.done():
             if self._showing:
                 await asyncio.shield(timer)
@@ -95,6 +103,11 @@ class ProgressNote:
                 self._message_id, self._shown, self._edited_at = result.message_ids[0], text, self._clock()
             else:
                 log.info("progress note in %s not shown: %s", self._chat, result.error)
+
+    async def _edit_later(self, wait: float) -> None:
+        await self._sleep(wait)
+        async with self._lock:
+            await self._edit()
 
     async def _edit(self) -> None:
         text = self.text()
