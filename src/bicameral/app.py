@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from types import TracebackType
+from typing import Any
 
 from bicameral.agent.runner import NativeRunner
 from bicameral.back.executor import NativeExecutor
@@ -49,7 +50,7 @@ class App:
         *,
         back_model: Model | None = None,
         front_model: Model | None = None,
-        extra_tools: Sequence[Tool] = (),
+        extra_tools: Sequence[Tool[Any]] = (),
         clock: Clock = time.time,
     ) -> None:
         self.settings = settings
