@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import bicameral
 from bench.harness import OWNER, pinned
 from tests.fakes.model_server import ModelServer
 from tests.fakes.telegram_server import FakeTelegram
@@ -33,6 +34,8 @@ def bot_env(telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: s
         BICAMERAL_FRONT_MODEL="openai:bench",
     )
     env.update({f"BICAMERAL_{key.upper()}": str(value) for key, value in pinned(mode).items()})
+    # The child runs from a scratch dir: point it at the code this bench imported, not whatever is installed.
+    env["PYTHONPATH"] = str(Path(bicameral.__file__).parents[1])
     return env
 
 
