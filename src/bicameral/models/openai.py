@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx2
 import openai
+from openai.types.chat import ChatCompletionChunk
 
 from bicameral.models.base import (
     ImageBlock,
@@ -70,8 +71,15 @@ class OpenAIModel:
         params["max_completion_tokens" if official else "max_tokens"] = max_tokens
         reader = _StreamReader()
         try:
-            response = await client.chat.completions.create(
-                model=self.model, stream=True, stream_options={"include_usage": True}, **params
+            # Posted as is: `build_request` already produced plain JSON, and the SDK's TypedDict walk in
+            # `chat.completions.create` costs milliseconds per request, growing with the history.
+            response = await client.post(
+                "/chat/completions",
+                body={"model": self.model, "stream": True, "stream_options": {"include_usage": True}, **params},
+                cast_to=ChatCompletionChunk,
+                options={"security": {"bearer_auth": True}},
+                stream=True,
+                stream_cls=openai.AsyncStream[ChatCompletionChunk],
             )
             async with response:
                 async for chunk in response:
