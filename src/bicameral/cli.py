@@ -16,6 +16,7 @@ from bicameral.app import App, configured_channels
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import BicameralError
+from bicameral.models.base import Model
 from bicameral.observe.logs import setup_logging
 
 if TYPE_CHECKING:
@@ -46,7 +47,21 @@ def chat() -> None:
 
     settings = _load_settings()
     setup_logging("WARNING", settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
-    _serve(settings, lambda: [TerminalChannel(bot_name=settings.bot_name)])
+    terminal = TerminalChannel(bot_name=settings.bot_name)
+    _serve(settings, lambda: [terminal], back_model=lambda: live_back_model(settings, terminal.show_partial))
+
+
+def live_back_model(settings: Settings, show: Callable[[str], None]) -> Model | None:
+    """For a terminal on the local model: that model, its tokens shown as they come; else None (the app builds it).
+
+    Only the local model: it calls no tools, so everything it streams is the reply itself.
+    """
+    if settings.back.provider != "local" or settings.effective_mode != "single":
+        return None
+    from bicameral.models import build_model
+    from bicameral.models.echo import EchoText
+
+    return EchoText(build_model(settings.back_model, settings), show)
 
 
 def doctor() -> None:
@@ -116,16 +131,25 @@ def _trace(session: str, follow: bool, list_sessions: bool, max_chars: int, echo
             pass
 
 
-def _serve(settings: Settings, channels: Callable[[], Sequence[Channel]]) -> None:
+def _serve(
+    settings: Settings,
+    channels: Callable[[], Sequence[Channel]],
+    back_model: Callable[[], Model | None] = lambda: None,
+) -> None:
     """Run the app on the channels until a signal, a channel's end or a fatal error; exit with its status."""
 
     async def serve() -> int:
-        app = App(settings, channels())
+        back = back_model()
+        app = App(settings, channels(), back_model=back)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, app.request_stop)
-        async with app:
-            await app.wait()
+        try:
+            async with app:
+                await app.wait()
+        finally:
+            if back is not None:
+                await back.aclose()  # the app closes only the models it built
         return app.exit_code
 
     try:

