@@ -86,8 +86,8 @@ def shows_banner(text: str) -> bool:
 
 
 def ended(text: str) -> bool:
-    """The reply's line is complete: the turn delivered it."""
-    return "\n" in _reply(text)
+    """The reply's first line is complete (it may start on the prefix's line or the next)."""
+    return "\n" in _reply(text).lstrip()
 
 
 def _spawn_chat(tmp: Path) -> subprocess.Popen[bytes]:
@@ -131,7 +131,7 @@ async def run_local() -> LocalResult:
             await wait_until(lambda: out.when(ended, typed) is not None, TIMEOUT)
             first = out.when(lambda text: bool(_reply(text).strip()), typed) or typed
             done = out.when(ended, typed) or typed
-            reply = _reply(out.text_since(typed)).split("\n", 1)[0].strip()
+            reply = _reply(out.text_since(typed)).lstrip().split("\n", 1)[0].strip()
             memory = rss(proc.pid) / MIB
         finally:
             proc.stdin.close()  # Ctrl-D: a clean exit
