@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import importlib.util
 import json
 import logging
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -34,6 +36,8 @@ MAX_LOCAL_TOKENS = 160
 _BREVITY = "Reply briefly."
 # Discourages the loops small models fall into (1.0 is llama.cpp's "off").
 _REPEAT_PENALTY = 1.15
+_ENVELOPE_TAG = re.compile(r"</?msg\b[^>]*>")
+_QUOTE = re.compile(r"<quote\b[^>]*>(.*?)</quote>", re.DOTALL)
 _INSTALL_HINT = (
     "install it with `pip install 'bicameral[local]'`, or set BICAMERAL_BACK_MODEL "
     "(and BICAMERAL_FRONT_MODEL) to a hosted model such as anthropic:claude-sonnet-4-5"
@@ -76,7 +80,7 @@ class LocalModel:
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
     ) -> AsyncIterator[ModelEvent]:
         """One completion as a stream of events; `tools` are ignored (rendered history is text)."""
-        chat = to_chat(f"{system}\n\n{_BREVITY}" if system else _BREVITY, messages)
+        chat = to_chat(system, messages)
         limit = max(1, min(max_tokens, MAX_LOCAL_TOKENS))
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
@@ -167,8 +171,8 @@ class LocalModel:
 
 
 def to_chat(system: str, messages: list[Message]) -> list[dict[str, str]]:
-    """Our conversation as plain-text chat messages, tool traffic rendered inline."""
-    chat: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
+    """Our conversation as plain-text chat messages for a small model, tool traffic rendered inline."""
+    chat: list[dict[str, str]] = [{"role": "system", "content": _small_prompt(system)}]
     for message in messages:
         text = "\n".join(part for part in (_render(b) for b in message.content) if part)
         if not text:
@@ -180,9 +184,24 @@ def to_chat(system: str, messages: list[Message]) -> list[dict[str, str]]:
     return chat
 
 
+def _small_prompt(system: str) -> str:
+    """The opening paragraph of the system prompt (who it is, how to talk), and a nudge to be brief.
+
+    The rest explains message envelopes and tools, which a model this small cannot use and echoes back.
+    """
+    opening = system.strip().split("\n\n", 1)[0]
+    return f"{opening}\n\n{_BREVITY}" if opening else _BREVITY
+
+
+def _plain(text: str) -> str:
+    """Message envelopes as the words inside them: a small model repeats markup it is shown."""
+    text = _QUOTE.sub(lambda m: f'(replying to: "{html.unescape(m.group(1))}")', text)
+    return html.unescape(_ENVELOPE_TAG.sub("", text))
+
+
 def _render(block: Any) -> str:
     if isinstance(block, TextBlock):
-        return block.text
+        return _plain(block.text)
     if isinstance(block, ImageBlock):
         return f"[image: {block.path}]"
     if isinstance(block, ToolUseBlock):
