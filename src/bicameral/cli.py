@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from bicameral.app import App, configured_channels
+from bicameral.app import App, configured_channels, prepare_data_dir
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import BicameralError
@@ -37,7 +37,7 @@ def main() -> None:
 def run() -> None:
     """Serve every configured channel (Telegram by long polling)."""
     settings = _load_settings()
-    setup_logging(settings.log_level, settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
+    _start_logging(settings, settings.log_level)
     _serve(settings, lambda: configured_channels(settings))
 
 
@@ -46,7 +46,7 @@ def chat() -> None:
     from bicameral.channels.terminal import TerminalChannel
 
     settings = _load_settings()
-    setup_logging("WARNING", settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
+    _start_logging(settings, "WARNING")
     terminal = TerminalChannel(bot_name=settings.bot_name)
     _serve(settings, lambda: [terminal], back_model=lambda: live_back_model(settings, terminal.show_partial))
 
@@ -161,6 +161,15 @@ def _serve(
         _fail(f"{type(exc).__name__}: {exc}")
     if code:
         sys.exit(code)
+
+
+def _start_logging(settings: Settings, level: str) -> None:
+    """Log to the console and under the data dir; an unusable data dir ends here with what to fix."""
+    try:
+        prepare_data_dir(settings)
+        setup_logging(level, settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
+    except BicameralError as exc:
+        _fail(str(exc))
 
 
 def _load_settings() -> Settings:

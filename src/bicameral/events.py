@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
 InboundKind = Literal["message", "edit", "command", "synthetic"]
@@ -25,6 +25,7 @@ class Sender:
     name: str
     username: str | None = None
     is_bot: bool = False
+    is_admin: bool = False  # a group admin, where the channel can tell; may stop others' work and /reset
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,17 @@ class Attachment:
     mime: str | None = None
     name: str | None = None
     size: int = 0
+
+
+@dataclass(frozen=True)
+class AttachmentRef:
+    """A file on an inbound message, not downloaded yet: the gate has it fetched only for admitted senders."""
+
+    kind: Literal["photo", "document"]
+    file_id: str
+    name: str
+    size: int = 0
+    mime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,7 @@ class Inbound:
     media_group_id: str | None = None
     flags: tuple[str, ...] = ()
     row_id: int | None = None
+    attachment_refs: tuple[AttachmentRef, ...] = ()  # become `attachments` via Channel.fetch_attachments
 
     @property
     def is_private(self) -> bool:
@@ -136,7 +149,7 @@ class SendFile:
     thread_id: str | None = None
 
 
-Action = Union[SendText, EditText, DeleteMessage, React, Typing, SendFile]
+Action = SendText | EditText | DeleteMessage | React | Typing | SendFile
 COSMETIC_ACTIONS = (Typing, React)
 
 

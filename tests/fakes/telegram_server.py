@@ -1,8 +1,8 @@
 """A fake Telegram Bot API server speaking the real HTTP wire format, for tests.
 
 The server runs aiohttp in its own thread and event loop, so sync tests, async
-tests and bot subprocesses can all talk to it. Point aiogram at it with
-``AiohttpSession(api=TelegramAPIServer.from_base(fake.url))``.
+tests and bot subprocesses can all talk to it. Point python-telegram-bot at it with
+``Bot(token, base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")``.
 
 Every public method is thread-safe: shared state lives behind one lock, and
 long-polling ``getUpdates`` requests are woken via ``call_soon_threadsafe``.
@@ -519,6 +519,7 @@ class FakeTelegram:
         self._next_update_id = FIRST_UPDATE_ID
         self._acked_offset = 0
         self._poll_generation = 0
+        self._polls_at_once = False
 
         self._chats: dict[int, dict[str, Any]] = {}
         self._next_message_id: dict[int, int] = {}
@@ -535,6 +536,7 @@ class FakeTelegram:
         self._failures: dict[str, list[_Failure]] = {}
         self._reject_entities: dict[str, int] = {}
         self._custom: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        self._holds: dict[tuple[str, str], threading.Event] = {}
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -555,6 +557,7 @@ class FakeTelegram:
             "sendPhoto": self._m_send_photo,
             "sendDocument": self._m_send_document,
             "getFile": self._m_get_file,
+            "getChatMember": self._m_get_chat_member,
             "setMyCommands": self._m_set_my_commands,
             "getMyCommands": lambda p: copy.deepcopy(self._commands),
             "deleteMyCommands": self._m_delete_my_commands,
@@ -674,6 +677,7 @@ class FakeTelegram:
                 raise ApiError(401, "Unauthorized")
             if known is None and custom_name is None:
                 raise ApiError(404, "Not Found: method not found")
+            await self._wait_while_held(canonical, call.params)
             self._raise_scripted_failure(canonical)
             handler = custom_handler or known[1]  # type: ignore[index]
             result = handler(call.params)
@@ -727,6 +731,14 @@ class FakeTelegram:
                 if failure.times <= 0:
                     queue.pop(0)
                 raise ApiError(failure.status, failure.description, failure.retry_after)
+
+    async def _wait_while_held(self, method: str, params: dict[str, Any]) -> None:
+        """A held (method, chat) answers only once the test releases it: a slow Telegram."""
+        with self._lock:
+            held = self._holds.get((method.lower(), str(params.get("chat_id"))))
+        # The release comes from the test's thread, so poll the threading.Event.
+        while held is not None and not held.is_set() and not self._stopping:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
     def _wake_pollers(self) -> None:
         """Wake every waiting getUpdates; must run on the server loop."""
@@ -973,7 +985,7 @@ class FakeTelegram:
     ) -> None:
         """Make the next `times` calls of `method` ("*" = any method) fail; retry_after is sent only for 429."""
         if status != 429:
-            # aiogram maps any response carrying retry_after to TelegramRetryAfter, so keep it 429-only.
+            # Clients map any response carrying retry_after to a rate-limit error, so keep it 429-only.
             retry_after = None
             if description == "Too Many Requests: retry after 1":
                 description = _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
@@ -981,6 +993,18 @@ class FakeTelegram:
             description = f"Too Many Requests: retry after {retry_after}"
         with self._lock:
             self._failures.setdefault(method.lower(), []).append(_Failure(status, description, retry_after, times))
+
+    def hold(self, method: str, chat_id: int) -> threading.Event:
+        """Keep every `method` call for `chat_id` unanswered until the returned event is set."""
+        released = threading.Event()
+        with self._lock:
+            self._holds[(method.lower(), str(chat_id))] = released
+        return released
+
+    def answer_polls_at_once(self, enabled: bool = True) -> None:
+        """Answer getUpdates at once whatever its timeout, like a proxy or local server that does not hold long polls."""
+        with self._lock:
+            self._polls_at_once = enabled
 
     def reject_entities_next(self, times: int = 1, *, method: str = "sendMessage") -> None:
         """Make the next `times` `method` calls that set parse_mode fail with "can't parse entities"."""
@@ -1158,6 +1182,9 @@ class FakeTelegram:
         offset = _opt_int(params, "offset")
         limit = min(max(_opt_int(params, "limit") or 100, 1), 100)
         timeout = max(_opt_int(params, "timeout") or 0, 0)
+        with self._lock:
+            if self._polls_at_once:
+                timeout = 0
         if offset is not None:
             self._confirm(offset)
         with self._lock:
@@ -1414,6 +1441,14 @@ class FakeTelegram:
             "file_size": len(stored.data),
             "file_path": stored.file_path,
         }
+
+    def _m_get_chat_member(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Everyone is a plain member unless a test registers its own getChatMember."""
+        self._chat_id(params)
+        user_id = _opt_int(params, "user_id")
+        if user_id is None:
+            raise _bad("user_id is required")
+        return {"status": "member", "user": {"id": user_id, "is_bot": False, "first_name": "Member"}}
 
     def _m_set_my_commands(self, params: dict[str, Any]) -> bool:
         commands = _opt_json(params, "commands")

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from bench.idle import run_idle
 from bench.overhead import run_overhead
 from bench.startup import run_startup
 
@@ -46,3 +47,10 @@ async def test_local_chat_reports_its_first_token():
     assert result.available and result.reply
     assert 0 < result.first_token <= result.full_reply
     assert all(math.isfinite(f.value) for f in result.figures())
+
+
+@pytest.mark.slow
+async def test_idle_reports_cpu_polls_and_how_soon_a_message_is_seen():
+    result = await run_idle(seconds=2)
+    assert len(result.seen_after) == 5
+    assert all(math.isfinite(f.value) and f.value >= 0 for f in result.figures())

@@ -8,12 +8,12 @@ import random
 import re
 from collections.abc import Awaitable, Callable
 
-from bicameral.events import Action, ActionResult, SendFile, SendText, Typing
+from bicameral.events import SendFile, SendText, Typing
 from bicameral.models.base import Message, Model, ModelError, complete
+from bicameral.types import Perform
 
 log = logging.getLogger(__name__)
 
-Perform = Callable[[Action], Awaitable[ActionResult]]
 
 SHIM_PROMPT = (
     "Rephrase the text in the voice of {bot_name}: a warm, brief personal assistant in a chat app. "

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from bicameral.redaction import scrub
 from bicameral.store.db import Database
+from bicameral.store.instructions import Instructions
 from bicameral.store.kv import KeyValueStore
+from bicameral.store.learnings import Learnings
+from bicameral.store.memory import Memory
 from bicameral.store.messages import MessageStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.sessions import SessionStore
@@ -23,18 +28,31 @@ class Stores:
     unauthorized: UnauthorizedStore
     ratelimits: RateLimitStore
     kv: KeyValueStore
+    memory: Memory
+    instructions: Instructions
+    learnings: Learnings
+    redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
-    def open(cls, path: Path | str) -> Stores:
+    def open(
+        cls, path: Path | str, redact: Callable[[str], str] = scrub, committed_memory: Path | None = None
+    ) -> Stores:
+        """The stores of one database; memory and instruction files live beside it (plus, optionally, a
+        read-only committed memory folder)."""
         db = Database(path)
+        beside = Path(path).parent
         return cls(
             db=db,
-            messages=MessageStore(db),
-            sessions=SessionStore(db),
-            tool_calls=ToolCallStore(db),
+            messages=MessageStore(db, redact=redact),
+            sessions=SessionStore(db, redact=redact),
+            tool_calls=ToolCallStore(db, redact=redact),
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
+            memory=Memory(db, beside / "memory", committed=committed_memory),
+            instructions=Instructions(beside / "instructions"),
+            learnings=Learnings(beside / "self" / "learnings.md"),
+            redact=redact,
         )
 
     def close(self) -> None:

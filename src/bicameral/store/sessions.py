@@ -5,25 +5,29 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
+from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
+from bicameral.types import Clock
 
 
 class SessionStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact
 
-    def load(self, chat: str) -> list[dict]:
+    def load(self, chat: str) -> list[dict[str, Any]]:
         row = self._db.query_one("SELECT messages FROM sessions WHERE chat = ?", (chat,))
         return json.loads(row["messages"]) if row else []
 
-    def save(self, chat: str, messages: list[dict]) -> None:
+    def save(self, chat: str, messages: list[dict[str, Any]]) -> None:
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO sessions (chat, messages, updated_at) VALUES (?, ?, ?)
                    ON CONFLICT(chat) DO UPDATE SET messages = excluded.messages, updated_at = excluded.updated_at""",
-                (chat, json.dumps(messages, ensure_ascii=False), self._clock()),
+                (chat, json.dumps(scrub_obj(messages, self._redact), ensure_ascii=False), self._clock()),
             )
 
     def clear(self, chat: str) -> None:

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
+from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
+from bicameral.types import Clock
 
 _MAX_STORED = 4000
 
 
 class ToolCallStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact
 
     def record(
         self,
@@ -22,11 +26,13 @@ class ToolCallStore:
         chat: str | None,
         turn_id: str | None,
         name: str,
-        args: dict,
+        args: dict[str, Any],
         result: str | None,
         error: str | None,
         duration_ms: float,
     ) -> None:
+        redact = self._redact
+        args, result, error = scrub_obj(args, redact), result and redact(result), error and redact(error)
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO tool_calls (chat, turn_id, name, args, result, error, duration_ms, created_at)
@@ -43,7 +49,7 @@ class ToolCallStore:
                 ),
             )
 
-    def recent(self, limit: int = 20, chat: str | None = None) -> list[dict]:
+    def recent(self, limit: int = 20, chat: str | None = None) -> list[dict[str, Any]]:
         if chat is None:
             rows = self._db.query("SELECT * FROM tool_calls ORDER BY id DESC LIMIT ?", (limit,))
         else:

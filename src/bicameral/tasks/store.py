@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any
 
+from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
+from bicameral.types import Clock
 
 _OPEN = ("pending", "running", "paused")
+_REDACTED_FIELDS = ("spec", "context", "result", "error", "label")
 
 
 class TaskStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact  # model output is scrubbed before it is stored
 
     def create(self, task: Task) -> None:
         with self._db.tx() as conn:
@@ -23,7 +29,8 @@ class TaskStore:
                 """INSERT INTO tasks (id, chat, label, spec, context, state, parent_id, origin_message, thread_id,
                                       created_at, updated_at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (task.id, task.chat, task.label, task.spec, task.context, task.state.value, task.parent_id,
+                (task.id, task.chat, task.label, self._redact(task.spec), self._redact(task.context),
+                 task.state.value, task.parent_id,
                  task.origin_message, task.thread_id, task.created_at, task.updated_at),
             )
 
@@ -33,8 +40,13 @@ class TaskStore:
 
     def update(self, task_id: str, **fields: object) -> Task:
         fields["updated_at"] = self._clock()
-        if isinstance(fields.get("state"), TaskState):
-            fields["state"] = fields["state"].value  # type: ignore[union-attr]
+        for name in _REDACTED_FIELDS:
+            value = fields.get(name)
+            if isinstance(value, str):
+                fields[name] = self._redact(value)
+        state = fields.get("state")
+        if isinstance(state, TaskState):
+            fields["state"] = state.value
         assignments = ", ".join(f"{name} = ?" for name in fields)
         with self._db.tx() as conn:
             conn.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*fields.values(), task_id))
@@ -67,7 +79,8 @@ class TaskStore:
         return [_task(row) for row in rows]
 
     def count(self, chat: str) -> int:
-        return int(self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))[0])
+        row = self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))
+        return int(row[0]) if row else 0
 
     # --- events ---
 
@@ -75,7 +88,7 @@ class TaskStore:
         with self._db.tx() as conn:
             conn.execute(
                 "INSERT INTO task_events (task_id, kind, data, ts) VALUES (?, ?, ?, ?)",
-                (event.task_id, event.kind.value, event.data, event.ts),
+                (event.task_id, event.kind.value, self._redact(event.data), event.ts),
             )
 
     def events(self, task_id: str) -> list[TaskEvent]:
@@ -88,11 +101,11 @@ class TaskStore:
 
     # --- checkpoints ---
 
-    def checkpoint(self, task_id: str, reason: str, messages: list[dict]) -> None:
+    def checkpoint(self, task_id: str, reason: str, messages: list[dict[str, Any]]) -> None:
         with self._db.tx() as conn:
             conn.execute(
                 "INSERT INTO task_checkpoints (task_id, reason, messages, ts) VALUES (?, ?, ?, ?)",
-                (task_id, reason, json.dumps(messages, ensure_ascii=False), self._clock()),
+                (task_id, reason, json.dumps(scrub_obj(messages, self._redact), ensure_ascii=False), self._clock()),
             )
             # Keep the latest few: a long task must not grow the database without bound.
             conn.execute(
@@ -102,18 +115,14 @@ class TaskStore:
                 (task_id, task_id),
             )
 
-    def latest_checkpoint(self, task_id: str) -> list[dict] | None:
+    def latest_checkpoint(self, task_id: str) -> list[dict[str, Any]] | None:
         row = self._db.query_one(
             "SELECT messages FROM task_checkpoints WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,)
         )
         return json.loads(row["messages"]) if row else None
 
-    def checkpoints(self, task_id: str) -> list[tuple[str, list[dict]]]:
-        rows = self._db.query("SELECT reason, messages FROM task_checkpoints WHERE task_id = ? ORDER BY id", (task_id,))
-        return [(row["reason"], json.loads(row["messages"])) for row in rows]
 
-
-def _task(row) -> Task:
+def _task(row: sqlite3.Row) -> Task:
     return Task(
         id=row["id"],
         chat=row["chat"],
@@ -134,5 +143,5 @@ def _task(row) -> Task:
     )
 
 
-def _event(row) -> TaskEvent:
+def _event(row: sqlite3.Row) -> TaskEvent:
     return TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"])
