@@ -143,6 +143,13 @@ class Conversation:
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
         handed: list[Inbound] = []
         answered = False
+        consumed: set[int | None] = set()
+
+        def consume() -> None:
+            # One write per message: the turn's end marks only what the first reply did not.
+            fresh = [i.row_id for i in batch + handed if i.row_id not in consumed]
+            consumed.update(fresh)
+            self._messages.mark_consumed(fresh)
 
         def drain() -> list[Inbound]:
             items, lane.injected = lane.injected, []
@@ -154,7 +161,7 @@ class Conversation:
             result = await self._router.perform(action)
             if result.ok and isinstance(action, (SendText, SendFile)) and not answered:
                 answered = True  # from here a restart must not answer this batch again
-                self._messages.mark_consumed(i.row_id for i in batch + handed)
+                consume()
             return result
 
         turn = Turn(
@@ -187,7 +194,7 @@ class Conversation:
             if typing is not None:
                 typing.cancel()
             if finished:
-                self._messages.mark_consumed(i.row_id for i in batch + handed)
+                consume()
         if lane.injected and not self._closing:
             # Messages that missed the turn's last tool boundary open the next turn straight away.
             lane.pending.extend(lane.injected)

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 
@@ -30,11 +31,12 @@ class Database:
         """Apply every migration newer than the schema's user_version; returns the version."""
         with self._lock:
             current = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            for version, sql in _migrations():
-                if version <= current:
-                    continue
+            pending = [entry for version, entry in _migration_files() if version > current]
+            # The usual start: the schema is current, so no migration file is even read.
+            for entry in pending:
+                version = int(entry.name[:3])
                 with self.tx() as conn:
-                    _run_script(conn, sql)
+                    _run_script(conn, entry.read_text(encoding="utf-8"))
                     conn.execute(f"PRAGMA user_version={version}")
                 current = version
             return current
@@ -69,14 +71,11 @@ class Database:
             self._conn.close()
 
 
-def _migrations() -> list[tuple[int, str]]:
+def _migration_files() -> list[tuple[int, Traversable]]:
+    """The NNN_*.sql files in version order."""
     folder = resources.files("bicameral.store").joinpath("migrations")
-    found = []
-    for entry in folder.iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:3].isdigit():
-            found.append((int(name[:3]), entry.read_text(encoding="utf-8")))
-    return sorted(found)
+    found = [(int(e.name[:3]), e) for e in folder.iterdir() if e.name.endswith(".sql") and e.name[:3].isdigit()]
+    return sorted(found, key=lambda pair: pair[0])
 
 
 def _run_script(conn: sqlite3.Connection, sql: str) -> None:
