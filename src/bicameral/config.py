@@ -103,7 +103,7 @@ class Settings(BaseSettings):
     typing_interval_seconds: float = Field(default=4.0, gt=0)
     # Providers meter requests and tokens per minute, not connections; their SDK pools allow 1000
     # connections. The cap only bounds memory: above a 200-chat burst, so such a burst runs in one wave.
-    max_concurrent_turns: int = Field(default=256, ge=1)
+    max_concurrent_turns: int = Field(default=64, ge=1)
     max_inbound_chars: int = Field(default=16000, ge=100)
     rate_limit_per_min: int = Field(default=20, ge=0)
     group_member_rate_limit_per_min: int = Field(default=10, ge=0)
