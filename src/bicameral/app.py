@@ -13,6 +13,7 @@ from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.conversation.lanes import Conversation
+from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.router import ActionRouter
 from bicameral.conversation.turn import TurnHandler
 from bicameral.errors import ConfigError
@@ -80,6 +81,13 @@ class App:
         self.router = ActionRouter(self.stores.messages)
         for channel in self.channels:
             self.router.register(channel)
+        self.outbox = Outbox(
+            self.stores.outbox,
+            self.router,
+            retry_base=settings.send_retry_base_seconds,
+            retry_cap=settings.send_retry_cap_seconds,
+            give_up_after=settings.send_give_up_seconds,
+        )
         self.registry = ToolRegistry(
             [*discover_tools(), *self._extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
         )
@@ -88,7 +96,7 @@ class App:
         self.conversation = Conversation(
             settings,
             self.handler,
-            self.router,
+            self.outbox,
             self.stores.messages,
             lanes_per_user_in_groups=two_chambers,
             typing_in_groups=not two_chambers,
@@ -101,6 +109,7 @@ class App:
         for channel in self.channels:
             await channel.start(self.gate, self._channel_ended)
             log.info("channel %s ready", channel.name)
+        await self.outbox.start()  # first delivers what the previous process left unsent
         await self.conversation.recover()
         # Everything imported so far lives for the whole run: keep it out of full collections,
         # which otherwise stall a turn for ~150 ms now and then.
@@ -115,7 +124,7 @@ class App:
         if settings.back.provider == "claude-code" and self.mode == "single":
             from bicameral.claude_code.handler import ClaudeCodeChamber
 
-            return ClaudeCodeChamber(settings, self.stores, self.registry, self.router.perform, on_fatal=self.fail)
+            return ClaudeCodeChamber(settings, self.stores, self.registry, self.outbox.perform, on_fatal=self.fail)
         if settings.back.provider == "claude-code":
             from bicameral.claude_code.executor import ClaudeCodeExecutor
 
@@ -126,7 +135,7 @@ class App:
                 return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
             executor = NativeExecutor(settings, self.stores, self._runner(back_model, self.registry.subset(exclude_messaging=True)))
         front_model = self._model(self._given_models[1], settings.front_model)
-        return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.router.perform)
+        return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.outbox)
 
     def _model(self, given: Model | None, ref: str) -> Model:
         """The model passed in, or one built from the settings (and then closed by `stop`)."""
@@ -180,6 +189,8 @@ class App:
             await self.conversation.close()
         if hasattr(self, "handler"):
             await self.handler.stop()
+        if hasattr(self, "outbox"):
+            await self.outbox.stop()
         for model in self._built_models:
             await model.aclose()
         self.stores.close()

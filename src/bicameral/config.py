@@ -107,6 +107,9 @@ class Settings(BaseSettings):
     max_concurrent_turns: int = Field(default=64, ge=1)
     max_inbound_chars: int = Field(default=16000, ge=100)
     rate_limit_per_min: int = Field(default=20, ge=0)
+    send_retry_base_seconds: float = Field(default=1.0, gt=0)
+    send_retry_cap_seconds: float = Field(default=300.0, gt=0)
+    send_give_up_seconds: float = Field(default=86400.0, gt=0)
 
     # --- two chambers (bicameral mode) ---
     front_max_tokens: int = Field(default=1000, ge=64)

@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bicameral.config import Settings
-from bicameral.conversation.router import ActionRouter
+from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn, TurnHandler
-from bicameral.events import Action, ActionResult, Inbound, SendFile, SendText, Typing, is_owner
+from bicameral.events import Action, ActionResult, Inbound, SendText, Typing, is_owner
 from bicameral.store.messages import MessageStore
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class Conversation:
         self,
         settings: Settings,
         handler: TurnHandler,
-        router: ActionRouter,
+        outbox: Outbox,
         messages: MessageStore,
         *,
         lanes_per_user_in_groups: bool = False,
@@ -52,7 +52,7 @@ class Conversation:
     ) -> None:
         self._settings = settings
         self._handler = handler
-        self._router = router
+        self._outbox = outbox
         self._messages = messages
         self._sleep = sleep
         self._lanes_per_user_in_groups = lanes_per_user_in_groups
@@ -85,7 +85,8 @@ class Conversation:
 
     async def recover(self) -> int:
         """Replay inbound messages that were accepted but never answered (e.g. before a crash)."""
-        pending = self._messages.pending_inbound()
+        held = self._outbox.held_rows()  # answered already; the outbox still delivers the answer
+        pending = [i for i in self._messages.pending_inbound() if i.row_id not in held]
         for inbound in pending:
             await self.submit(inbound)
         if pending:
@@ -132,7 +133,7 @@ class Conversation:
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
         handed: list[Inbound] = []
-        answered = False
+        turn_id = uuid.uuid4().hex[:12]
 
         def drain() -> list[Inbound]:
             items, lane.injected = lane.injected, []
@@ -140,16 +141,11 @@ class Conversation:
             return items
 
         async def perform(action: Action) -> ActionResult:
-            nonlocal answered
-            result = await self._router.perform(action)
-            if result.ok and isinstance(action, (SendText, SendFile)) and not answered:
-                answered = True  # from here a restart must not answer this batch again
-                self._messages.mark_consumed(i.row_id for i in batch + handed)
-            return result
+            return await self._outbox.perform(action, turn=turn_id)
 
         turn = Turn(
             chat=lane.chat,
-            turn_id=uuid.uuid4().hex[:12],
+            turn_id=turn_id,
             batch=batch,
             perform=perform,
             drain_injected=drain,
@@ -176,7 +172,9 @@ class Conversation:
             if typing is not None:
                 typing.cancel()
             if finished:
-                self._messages.mark_consumed(i.row_id for i in batch + handed)
+                # Not answered yet if the final message still waits in the outbox; a crash before the
+                # turn finished leaves the batch pending, so an interim "on it" cannot swallow it.
+                self._outbox.settle(turn.turn_id, [i.row_id for i in batch + handed])
         if lane.injected and not self._closing:
             # Messages that missed the turn's last tool boundary open the next turn straight away.
             lane.pending.extend(lane.injected)
@@ -185,7 +183,7 @@ class Conversation:
 
     async def _keep_typing(self, turn: Turn) -> None:
         while True:
-            await self._router.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
+            await self._outbox.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
             await self._sleep(self._settings.typing_interval_seconds)
 
     # --- commands ---
@@ -217,7 +215,7 @@ class Conversation:
 
     async def _say(self, inbound: Inbound, text: str) -> None:
         reply_to = None if inbound.is_private else inbound.message_id
-        await self._router.perform(SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id))
+        await self._outbox.perform(SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id))
 
 
 def _greeting(name: str) -> str:

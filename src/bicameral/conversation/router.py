@@ -1,4 +1,4 @@
-"""Routes each Action to its chat's channel at once, then records what was sent (no queue, no retry)."""
+"""Routes each Action to its chat's channel, then records what was sent; one attempt (the outbox retries)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from bicameral.store.db import Database
 from bicameral.store.kv import KeyValueStore
 from bicameral.store.messages import MessageStore
+from bicameral.store.outbox import OutboxStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.sessions import SessionStore
 from bicameral.store.tool_calls import ToolCallStore
@@ -23,6 +24,7 @@ class Stores:
     unauthorized: UnauthorizedStore
     ratelimits: RateLimitStore
     kv: KeyValueStore
+    outbox: OutboxStore
 
     @classmethod
     def open(cls, path: Path | str) -> Stores:
@@ -35,6 +37,7 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
+            outbox=OutboxStore(db),
         )
 
     def close(self) -> None:

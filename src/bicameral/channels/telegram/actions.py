@@ -17,6 +17,7 @@ from aiogram.exceptions import (
     TelegramMigrateToChat,
     TelegramNetworkError,
     TelegramRetryAfter,
+    TelegramServerError,
 )
 from aiogram.types import FSInputFile, Message, ReactionTypeEmoji, ReplyParameters
 
@@ -81,7 +82,7 @@ class ActionPerformer:
                 return await self._send_file(chat_id, action)
             return ActionResult.failed(f"telegram cannot perform {type(action).__name__}")
         except (TelegramAPIError, AiogramError) as exc:
-            return ActionResult.failed(self.describe(exc))
+            return ActionResult(ok=False, error=self.describe(exc), retry_after=retry_after(exc))
         except ValueError as exc:
             return ActionResult.failed(str(exc))
         except OSError as exc:
@@ -127,7 +128,7 @@ class ActionPerformer:
                 message = await self._formatted(send, chunk)
             except (TelegramAPIError, AiogramError) as exc:
                 # Report what did arrive, so the core can edit or delete partial output.
-                return ActionResult(ok=False, message_ids=tuple(sent), error=self.describe(exc))
+                return ActionResult(ok=False, message_ids=tuple(sent), error=self.describe(exc), retry_after=retry_after(exc))
             sent.append(str(message.message_id))
         return ActionResult(ok=True, message_ids=tuple(sent))
 
@@ -222,6 +223,15 @@ class ActionPerformer:
         root = self._settings.data_dir.resolve()
         path = (root / relative).resolve()
         return path if path.is_relative_to(root) else None
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """When a failed call may be tried again: Telegram's own wait for 429, at once for 5xx and network errors."""
+    if isinstance(exc, TelegramRetryAfter):
+        return float(exc.retry_after)
+    if isinstance(exc, (TelegramServerError, TelegramNetworkError)):
+        return 0.0
+    return None
 
 
 def telegram_chat_id(chat: str) -> int:
