@@ -13,13 +13,13 @@ from bicameral.config import Settings
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn, TurnHandler
 from bicameral.events import Action, ActionResult, Inbound, SendText, Typing, is_owner
+from bicameral.failures import failure_detail, failure_sentence
 from bicameral.store.messages import MessageStore
 
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
 _STOP_GRACE_SECONDS = 0.8
-_FAILURE_TEXT = "Something went wrong on my side while working on that. Please try again."
 
 
 @dataclass
@@ -164,9 +164,9 @@ class Conversation:
             finished = lane.stop_requested
             if not finished:
                 raise
-        except Exception:
-            log.exception("turn %s in %s failed", turn.turn_id, lane.chat)
-            await perform(SendText(chat=lane.chat, text=_FAILURE_TEXT, reply_to=turn.reply_anchor))
+        except Exception as exc:
+            log.error("turn %s in %s failed: %s", turn.turn_id, lane.chat, failure_detail(exc))
+            await perform(SendText(chat=lane.chat, text=failure_sentence("internal"), reply_to=turn.reply_anchor))
             finished = True
         finally:
             if typing is not None:

@@ -16,6 +16,7 @@ from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn
+from bicameral.failures import failure_sentence
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
@@ -131,7 +132,7 @@ class FrontChamber:
                 return
             await self._deliver(task)
         elif event.kind is EventKind.FAILED:
-            await self._say(task, f"I couldn't finish {task.name}: {task.error or 'it failed'}", delivered=True)
+            await self._say(task, f"I couldn't finish {task.name}: {task.error or failure_sentence(None)}", delivered=True)
         elif event.kind is EventKind.RETRYING:
             seconds = max(5, int(self.bus.retry_delay))
             await self._say(task, f"Hit a snag with {task.name}, retrying (~{seconds}s).")
