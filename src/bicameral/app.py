@@ -56,6 +56,7 @@ class App:
         self._built_models: list[Model] = []
         self._extra_tools = tuple(extra_tools)
         self._stop_requested = asyncio.Event()
+        self._finishing: asyncio.Task[None] | None = None
         self._started = False
         self._stopped = False
 
@@ -168,9 +169,17 @@ class App:
     def _channel_ended(self, reason: str | None) -> None:
         """A channel stopped receiving: a failure stops the app with status 1, a clean end with 0."""
         if reason is None:
-            self.request_stop()
+            # The input ended (piped text, Ctrl-D): answer what already came in, then stop.
+            self._finishing = asyncio.create_task(self._finish_then_stop())
         else:
             self.fail(reason)
+
+    async def _finish_then_stop(self) -> None:
+        try:
+            await self.conversation.finish()
+            await self.outbox.flush()
+        finally:
+            self.request_stop()
 
     async def wait(self) -> None:
         await self._stop_requested.wait()
@@ -180,6 +189,8 @@ class App:
         if self._stopped or not self._started:
             return
         self._stopped = True
+        if self._finishing is not None:
+            self._finishing.cancel()
         for channel in self.channels:
             try:
                 await channel.stop()

@@ -93,6 +93,17 @@ class Conversation:
             log.info("recovered %d unanswered message(s)", len(pending))
         return len(pending)
 
+    async def finish(self) -> None:
+        """Answer what already came in: debounced bursts start now; returns when no turn runs or waits."""
+        while True:
+            for lane in self._lanes.values():
+                if lane.pending and not lane.busy:
+                    self._schedule(lane, 0)
+            waiting = [t for lane in self._lanes.values() for t in (lane.timer, lane.turn) if t is not None and not t.done()]
+            if not waiting:
+                return
+            await asyncio.wait(waiting)
+
     def busy_chats(self) -> list[str]:
         return sorted({lane.chat for lane in self._lanes.values() if lane.busy})
 

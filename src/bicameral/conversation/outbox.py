@@ -47,6 +47,7 @@ class Outbox:
         self._locks: dict[str, asyncio.Lock] = {}
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
+        self._settled = asyncio.Event()  # set whenever a message is sent or given up
         self._loop: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -107,6 +108,13 @@ class Outbox:
         self._wake.set()
         return results
 
+    async def flush(self) -> None:
+        """Wait until every recorded message is sent or given up (before a clean exit)."""
+        while self._store.pending():
+            self._settled.clear()
+            self._wake.set()
+            await self._settled.wait()
+
     def settle(self, turn: str, row_ids: Sequence[int | None]) -> None:
         """A turn ended: its inbound messages count as answered once its last message is out."""
         if self._store.settle(turn, row_ids):
@@ -125,6 +133,7 @@ class Outbox:
         result = await self._router.perform(entry.action)
         if result.ok:
             self._store.finish(entry.id, SENT)
+            self._settled.set()
             return result
         error = result.error or "unknown error"
         waited = self._clock() - entry.created_at
@@ -134,6 +143,7 @@ class Outbox:
                 "gave up on message %d to %s (%s, %d attempt(s)): %s", entry.id, entry.chat, why, entry.attempts + 1, error
             )
             self._store.finish(entry.id, GIVEN_UP, error)
+            self._settled.set()
             return result
         delay = max(backoff_delay(self._retry_base, self._retry_cap, entry.attempts + 1), result.retry_after)
         log.info("message %d to %s not accepted (%s); retrying in %.1fs", entry.id, entry.chat, error, delay)

@@ -55,6 +55,9 @@ class LocalModel:
         # llama.cpp contexts are not thread-safe: one generation (or load) at a time.
         self._lock = threading.Lock()
 
+    async def aclose(self) -> None:
+        """Nothing to release: the weights stay loaded until the process exits."""
+
     async def stream(
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
     ) -> AsyncIterator[ModelEvent]:
