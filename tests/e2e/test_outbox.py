@@ -115,3 +115,14 @@ async def test_a_restart_between_the_parts_of_a_long_reply_neither_repeats_nor_h
     assert texts[0].startswith("Part 0") and texts[1].startswith("Part 2")
     assert len(models.requests_for("front")) == 1  # the restart did not answer the message again
     await _prove_nothing_else_arrives(telegram, models, 2, model="front")
+
+
+async def test_a_later_reply_waits_behind_an_earlier_one_still_being_retried(telegram, models, start_bot):
+    models.script(Reply(text="first answer"), Reply(text="second answer"))
+    telegram.fail_next("sendMessage", status=500, times=3)
+    await start_bot(send_retry_base_seconds=0.3, send_retry_cap_seconds=0.3)
+    telegram.user_sends(OWNER, "first question")
+    await _until(lambda: _answered_calls(telegram, "sendMessage") >= 1)
+    telegram.user_sends(OWNER, "second question")
+    await telegram.await_sent(OWNER, 2, timeout=30)
+    assert _texts(telegram) == ["first answer", "second answer"]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from bicameral.backoff import backoff_delay
 from bicameral.conversation.router import ActionRouter
 from bicameral.events import Action, ActionResult, SendFile, SendText, Typing
-from bicameral.store.outbox import GIVEN_UP, SENT, Message, OutboxEntry, OutboxStore
+from bicameral.store.outbox import GIVEN_UP, PENDING, SENT, Message, OutboxEntry, OutboxStore
 
 log = logging.getLogger(__name__)
 
@@ -95,17 +95,23 @@ class Outbox:
         if on_recorded is not None:
             on_recorded()
         results = [_QUEUED] * len(entries)
-        async with self._lock(chat):
-            for index, entry in enumerate(entries):
-                head = self._store.head(chat)
-                # Only a message that is first in line and due now goes out on the caller's time.
-                if head is None or head.id != entry.id or entry.not_before > self._clock():
-                    break
-                results[index] = await self._attempt(entry)
-            if not results[0].queued and results[-1].queued:
-                # The next part is waiting out its pause: show the user more is coming.
-                await self._router.perform(Typing(chat=chat, thread_id=actions[0].thread_id))
-        self._wake.set()
+        try:
+            async with self._lock(chat):
+                for index, entry in enumerate(entries):
+                    state = self._store.state_of(entry.id)
+                    if state != PENDING:  # a drain that held the chat before us already took it
+                        results[index] = ActionResult(ok=True) if state == SENT else ActionResult.failed("not delivered")
+                        continue
+                    head = self._store.head(chat)
+                    # Only a message that is first in line and due now goes out on the caller's time.
+                    if head is None or head.id != entry.id or entry.not_before > self._clock():
+                        break
+                    results[index] = await self._attempt(entry)
+                if not results[0].queued and results[-1].queued:
+                    # The next part is waiting out its pause: show the user more is coming.
+                    await self._router.perform(Typing(chat=chat, thread_id=actions[0].thread_id))
+        finally:
+            self._wake.set()  # what is left (or was cut short by a cancel) is the loop's to send
         return results
 
     async def flush(self) -> None:
@@ -153,7 +159,11 @@ class Outbox:
     async def _run(self) -> None:
         while True:
             self._wake.clear()
-            wait = self._dispatch()
+            try:
+                wait = self._dispatch()
+            except Exception:  # e.g. the database is briefly unavailable: try again shortly
+                log.exception("outbox dispatch failed")
+                wait = self._retry_base
             if wait is None or wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
@@ -184,5 +194,8 @@ class Outbox:
                     if result.ok and following is not None and following.attempts == 0:
                         # The next part is waiting out its pause: show the user more is coming.
                         await self._router.perform(Typing(chat=chat, thread_id=following.action.thread_id))
+        except Exception:
+            log.exception("outbox delivery to %s failed", chat)
+            await asyncio.sleep(self._retry_base)  # the chat stays claimed meanwhile, so the loop cannot spin
         finally:
             self._wake.set()
