@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import tempfile
+import time
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -23,12 +25,14 @@ from bicameral.gate.gate import Gate
 from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
+from bicameral.redaction import Redactor
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import ToolRegistry, discover_tools
+from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,7 @@ class App:
         back_model: Model | None = None,
         front_model: Model | None = None,
         extra_tools: Sequence[Tool] = (),
+        clock: Clock = time.time,
     ) -> None:
         self.settings = settings
         self.channels = list(channels)
@@ -55,6 +60,7 @@ class App:
         self._given_models = (back_model, front_model)
         self._built_models: list[Model] = []
         self._extra_tools = tuple(extra_tools)
+        self._clock = clock
         self._stop_requested = asyncio.Event()
         self._finishing: asyncio.Task[None] | None = None
         self._started = False
@@ -78,7 +84,7 @@ class App:
         settings = self.settings
         self.stores = _open_stores(settings)
         self._started = True
-        self.tasks = TaskStore(self.stores.db)
+        self.tasks = TaskStore(self.stores.db, redact=self.stores.redact)
         self.router = ActionRouter(self.stores.messages)
         for channel in self.channels:
             self.router.register(channel)
@@ -103,8 +109,8 @@ class App:
             typing_in_groups=not two_chambers,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
-        limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min)
-        self.gate = Gate(settings, access, self.stores, self.router, self.conversation.submit, limiter)
+        limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
+        self.gate = Gate(settings, access, self.stores, self.router, self.conversation.submit, limiter, clock=self._clock)
 
         await self.handler.start()
         for channel in self.channels:
@@ -196,6 +202,8 @@ class App:
                 await channel.stop()
             except Exception:
                 log.exception("channel %s did not stop cleanly", channel.name)
+        if hasattr(self, "gate"):
+            await self.gate.close()
         if hasattr(self, "conversation"):
             await self.conversation.close()
         if hasattr(self, "handler"):
@@ -208,8 +216,8 @@ class App:
         log.info("stopped")
 
 
-def _open_stores(settings: Settings) -> Stores:
-    """The SQLite stores under the data dir, or a ConfigError that says what to fix."""
+def prepare_data_dir(settings: Settings) -> None:
+    """Create the data dir, or raise a ConfigError that says what to fix."""
     data_dir = settings.data_dir
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -218,7 +226,20 @@ def _open_stores(settings: Settings) -> Stores:
     except OSError as exc:
         raise ConfigError(f"the data dir {data_dir} cannot be created ({exc.strerror}): set BICAMERAL_DATA_DIR") from None
     try:
-        return Stores.open(settings.db_path)
+        with tempfile.TemporaryFile(dir=data_dir):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"the data dir {data_dir} is not writable ({exc.strerror}): make it writable or set BICAMERAL_DATA_DIR"
+        ) from None
+
+
+def _open_stores(settings: Settings) -> Stores:
+    """The SQLite stores under the data dir, or a ConfigError that says what to fix."""
+    prepare_data_dir(settings)
+    data_dir = settings.data_dir
+    try:
+        return Stores.open(settings.db_path, redact=Redactor(settings.secret_values()))
     except Exception as exc:
         raise ConfigError(
             f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import typer
 from pydantic import ValidationError
 
-from bicameral.app import App, configured_channels
+from bicameral.app import App, configured_channels, prepare_data_dir
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import BicameralError
@@ -31,7 +31,7 @@ def main() -> None:
 def run() -> None:
     """Serve every configured channel (Telegram by long polling)."""
     settings = _load_settings()
-    setup_logging(settings.log_level, settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
+    _start_logging(settings, settings.log_level)
     _serve(settings, lambda: configured_channels(settings))
 
 
@@ -41,7 +41,7 @@ def chat() -> None:
     from bicameral.channels.terminal import TerminalChannel
 
     settings = _load_settings()
-    setup_logging("WARNING", settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
+    _start_logging(settings, "WARNING")
     _serve(settings, lambda: [TerminalChannel(bot_name=settings.bot_name)])
 
 
@@ -111,6 +111,15 @@ def _serve(settings: Settings, channels: Callable[[], Sequence[Channel]]) -> Non
         _fail(detail.splitlines()[-1])  # the scrubbed "Type: message" line; the traceback is in the log
     if code:
         sys.exit(code)
+
+
+def _start_logging(settings: Settings, level: str) -> None:
+    """Log to the console and under the data dir; an unusable data dir ends here with what to fix."""
+    try:
+        prepare_data_dir(settings)
+        setup_logging(level, settings.logs_dir, settings.secret_values(), keep_days=settings.log_keep_days)
+    except BicameralError as exc:
+        _fail(str(exc))
 
 
 def _load_settings() -> Settings:

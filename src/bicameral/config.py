@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     send_retry_base_seconds: float = Field(default=1.0, gt=0)
     send_retry_cap_seconds: float = Field(default=300.0, gt=0)
     send_give_up_seconds: float = Field(default=86400.0, gt=0)
+    group_member_rate_limit_per_min: int = Field(default=10, ge=0)
+    group_rate_limit_per_min: int = Field(default=30, ge=0)
+    refused_keep: int = Field(default=1000, ge=1)
+    refused_digest_interval_seconds: float = Field(default=3600.0, ge=0)
 
     # --- two chambers (bicameral mode) ---
     front_max_tokens: int = Field(default=1000, ge=64)

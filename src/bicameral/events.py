@@ -25,6 +25,7 @@ class Sender:
     name: str
     username: str | None = None
     is_bot: bool = False
+    is_admin: bool = False  # a group admin, where the channel can tell; may stop others' work and /reset
 
 
 @dataclass(frozen=True)

@@ -361,6 +361,22 @@ def test_wrong_token_exits_with_a_message_to_check_it(tmp_path, telegram, models
     assert telegram.calls_to("getMe")[0].status == 401
 
 
+def test_malformed_token_exits_2_with_one_line(tmp_path):
+    env = clean_env(BICAMERAL_TELEGRAM_TOKEN="not-a-token", BICAMERAL_DATA_DIR=tmp_path / "data")
+    result = run_cli(tmp_path, env, "run", timeout=30)
+    assert result.returncode == 2
+    assert "not a valid bot token" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_another_poller_stops_the_running_bot_with_status_1(tmp_path, telegram, models, procs):
+    bot = procs(bot_env(tmp_path, telegram, models), "run", telegram=telegram).start()
+    bot.wait_ready()
+    telegram.fail_next("getUpdates", status=409, description="Conflict: terminated by other getUpdates request")
+    assert bot.wait_exit(60) == 1
+    assert "another process polling this bot token" in bot.output()
+
+
 # --------------------------------------------------------------------------- 5. terminal chat
 
 

@@ -112,7 +112,7 @@ async def test_blocked_user_gets_nothing_from_the_model(telegram, models, start_
     notice = await telegram.await_sent(stranger, 1)
     telegram.user_sends(stranger, "hello??")
     telegram.user_sends(OWNER, "ping")
-    await telegram.await_sent(OWNER, 1)
+    await telegram.await_sent(OWNER, 2)  # the digest of refused senders, and the answer
     assert len(models.requests) == 1
     assert "let me in" not in json.dumps(models.requests[0].raw)
     assert "private assistant" in notice[0]["text"]

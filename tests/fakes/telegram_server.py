@@ -535,6 +535,7 @@ class FakeTelegram:
         self._failures: dict[str, list[_Failure]] = {}
         self._reject_entities: dict[str, int] = {}
         self._custom: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        self._holds: dict[tuple[str, str], threading.Event] = {}
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -555,6 +556,7 @@ class FakeTelegram:
             "sendPhoto": self._m_send_photo,
             "sendDocument": self._m_send_document,
             "getFile": self._m_get_file,
+            "getChatMember": self._m_get_chat_member,
             "setMyCommands": self._m_set_my_commands,
             "getMyCommands": lambda p: copy.deepcopy(self._commands),
             "deleteMyCommands": self._m_delete_my_commands,
@@ -674,6 +676,7 @@ class FakeTelegram:
                 raise ApiError(401, "Unauthorized")
             if known is None and custom_name is None:
                 raise ApiError(404, "Not Found: method not found")
+            await self._wait_while_held(canonical, call.params)
             self._raise_scripted_failure(canonical)
             handler = custom_handler or known[1]  # type: ignore[index]
             result = handler(call.params)
@@ -727,6 +730,14 @@ class FakeTelegram:
                 if failure.times <= 0:
                     queue.pop(0)
                 raise ApiError(failure.status, failure.description, failure.retry_after)
+
+    async def _wait_while_held(self, method: str, params: dict[str, Any]) -> None:
+        """A held (method, chat) answers only once the test releases it: a slow Telegram."""
+        with self._lock:
+            held = self._holds.get((method.lower(), str(params.get("chat_id"))))
+        # The release comes from the test's thread, so poll the threading.Event.
+        while held is not None and not held.is_set() and not self._stopping:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
     def _wake_pollers(self) -> None:
         """Wake every waiting getUpdates; must run on the server loop."""
@@ -981,6 +992,13 @@ class FakeTelegram:
             description = f"Too Many Requests: retry after {retry_after}"
         with self._lock:
             self._failures.setdefault(method.lower(), []).append(_Failure(status, description, retry_after, times))
+
+    def hold(self, method: str, chat_id: int) -> threading.Event:
+        """Keep every `method` call for `chat_id` unanswered until the returned event is set."""
+        released = threading.Event()
+        with self._lock:
+            self._holds[(method.lower(), str(chat_id))] = released
+        return released
 
     def reject_entities_next(self, times: int = 1, *, method: str = "sendMessage") -> None:
         """Make the next `times` `method` calls that set parse_mode fail with "can't parse entities"."""
@@ -1414,6 +1432,14 @@ class FakeTelegram:
             "file_size": len(stored.data),
             "file_path": stored.file_path,
         }
+
+    def _m_get_chat_member(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Everyone is a plain member unless a test registers its own getChatMember."""
+        self._chat_id(params)
+        user_id = _opt_int(params, "user_id")
+        if user_id is None:
+            raise _bad("user_id is required")
+        return {"status": "member", "user": {"id": user_id, "is_bot": False, "first_name": "Member"}}
 
     def _m_set_my_commands(self, params: dict[str, Any]) -> bool:
         commands = _opt_json(params, "commands")

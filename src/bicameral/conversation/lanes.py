@@ -29,6 +29,7 @@ class _Lane:
     injected: list[Inbound] = field(default_factory=list)
     timer: asyncio.Task | None = None
     turn: asyncio.Task | None = None
+    turn_senders: frozenset[str] = frozenset()
     stop_requested: bool = False
 
     @property
@@ -60,6 +61,7 @@ class Conversation:
         self._lanes: dict[str, _Lane] = {}
         self._slots = asyncio.Semaphore(settings.max_concurrent_turns)
         self._closing = False
+        self._replies: set[asyncio.Task[ActionResult]] = set()
 
     # --- public surface ---
 
@@ -110,7 +112,9 @@ class Conversation:
     async def close(self) -> None:
         """Cancel timers and running turns; unanswered messages stay pending for the next start."""
         self._closing = True
-        tasks = []
+        tasks: list[asyncio.Task] = list(self._replies)
+        for reply in tasks:
+            reply.cancel()
         for lane in self._lanes.values():
             for task in (lane.timer, lane.turn):
                 if task is not None and not task.done():
@@ -140,6 +144,7 @@ class Conversation:
             return
         batch, lane.pending = lane.pending, []
         lane.stop_requested = False
+        lane.turn_senders = frozenset(i.sender.id for i in batch)
         lane.turn = asyncio.create_task(self._run_turn(lane, batch), name=f"turn:{lane.chat}")
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
@@ -199,18 +204,52 @@ class Conversation:
 
     # --- commands ---
 
+    def _may_manage(self, inbound: Inbound) -> bool:
+        """Whether the sender may stop others' work and reset the chat: DMs, the owner, group admins."""
+        return inbound.is_private or inbound.sender.is_admin or is_owner(inbound, self._settings.owner_id)
+
     async def _stop(self, lane: _Lane, inbound: Inbound) -> None:
-        cancelled = list(lane.pending)
-        lane.pending = []
-        if lane.timer is not None:
-            lane.timer.cancel()
-        running = lane.busy
-        await self._cancel_turn(lane)
+        if not self._may_manage(inbound):
+            await self._stop_own(lane, inbound)
+            return
+        cancelled: list[Inbound] = []
+        running = False
+        # With a lane per person in groups, the owner's /stop reaches everyone's lane in the chat.
+        for each in [other for other in self._lanes.values() if other.chat == lane.chat]:
+            cancelled += each.pending
+            each.pending = []
+            if each.timer is not None:
+                each.timer.cancel()
+            running = each.busy or running
+            await self._cancel_turn(each)
         running = await self._handler.interrupt(lane.chat) or running
         self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
         await self._say(inbound, "Stopped." if running or cancelled else "Nothing is running.")
 
+    async def _stop_own(self, lane: _Lane, inbound: Inbound) -> None:
+        """A group member's /stop: their own waiting messages and a turn only they started, nothing else."""
+        me = inbound.sender.id
+        cancelled = [i for i in lane.pending if i.sender.id == me]
+        lane.pending = [i for i in lane.pending if i.sender.id != me]
+        if not lane.pending and lane.timer is not None:
+            lane.timer.cancel()
+        own_turn = lane.busy and lane.turn_senders == {me}
+        if own_turn:
+            await self._cancel_turn(lane)
+        self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
+        if own_turn or cancelled:
+            text = "Stopped."
+        elif lane.busy or lane.pending:
+            text = "Nothing of yours is running. Only the owner or a group admin can stop others' requests."
+        else:
+            text = "Nothing is running."
+        await self._say(inbound, text)
+
     async def _reset(self, lane: _Lane, inbound: Inbound) -> None:
+        if not self._may_manage(inbound):
+            self._messages.mark_consumed([inbound.row_id])
+            await self._say(inbound, "Only the owner or a group admin can reset this group's conversation.")
+            return
         await self._cancel_turn(lane)
         lane.pending = []
         self._handler.reset(lane.chat)
@@ -225,8 +264,12 @@ class Conversation:
                 await asyncio.wait_for(asyncio.shield(lane.turn), _STOP_GRACE_SECONDS)
 
     async def _say(self, inbound: Inbound, text: str) -> None:
+        """Answer a command in the background: a slow or rate-limited send must not hold up intake."""
         reply_to = None if inbound.is_private else inbound.message_id
-        await self._outbox.perform(SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id))
+        action = SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id)
+        reply = asyncio.create_task(self._outbox.perform(action), name=f"command-reply:{inbound.chat}")
+        self._replies.add(reply)
+        reply.add_done_callback(self._replies.discard)
 
 
 def _greeting(name: str) -> str:

@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from bicameral.config import Settings
 from bicameral.conversation.router import ActionRouter
-from bicameral.events import Inbound, SendText, is_owner
+from bicameral.events import Inbound, SendText, chat_key, is_owner
 from bicameral.gate.access import AccessPolicy
+from bicameral.gate.digest import refused_digest
 from bicameral.gate.normalize import normalize
 from bicameral.gate.ratelimit import RateLimiter, Verdict
 from bicameral.observe import transcript
 from bicameral.redaction import scrub
 from bicameral.store import Stores
 from bicameral.store.messages import IGNORED, PENDING
+from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
 
 PRIVATE_NOTICE = "This is a private assistant. Please contact its owner if you'd like access."
 RATE_NOTICE = "You're sending messages faster than I can read them. I'll pick up again in a minute."
+GROUP_RATE_NOTICE = "This group is sending me more than I can read. I'll pick up again in a minute."
+MAX_NAME_CHARS = 128  # display names and chat titles; Telegram's own limits are lower
+REFUSED_TEXT_CHARS = 500  # of a refused message, enough to recognise it, not to store a payload
+# Notices in flight at once; beyond this a flood of strangers gets no notice rather than a queue.
+MAX_PENDING_NOTICES = 32
 
 
 class Gate:
@@ -34,6 +44,7 @@ class Gate:
         router: ActionRouter,
         forward: Callable[[Inbound], Awaitable[None]],
         ratelimiter: RateLimiter | None = None,
+        clock: Clock = time.time,
     ) -> None:
         self._settings = settings
         self._access = access
@@ -41,6 +52,13 @@ class Gate:
         self._router = router
         self._forward = forward
         self._ratelimiter = ratelimiter
+        self._clock = clock
+        self._notices: set[asyncio.Task[object]] = set()
+
+    @property
+    def access(self) -> AccessPolicy:
+        """The access policy in force (the owner's commands and tests change it through this)."""
+        return self._access
 
     async def __call__(self, batch: Sequence[Inbound]) -> None:
         accepted: list[Inbound] = []
@@ -59,19 +77,17 @@ class Gate:
     async def _admit(self, inbound: Inbound) -> Inbound | None:
         inbound = self._clean(inbound)
         if not self._access.allows(inbound):
-            first = self._stores.unauthorized.record(inbound.chat, inbound.sender.id, inbound.sender.name, inbound.text)
-            transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
-            if first and inbound.is_private:
-                await self._router.perform(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
+            self._refuse(inbound)
             return None
         status = PENDING if inbound.addressed else IGNORED
-        if status == PENDING and inbound.is_private and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
-            verdict = self._ratelimiter.check(inbound.sender.id)
+        if status == PENDING and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
+            verdict, notice = self._rate_check(inbound)
             if verdict is not Verdict.ALLOW:
                 status = IGNORED
                 transcript.drop(inbound.chat, inbound.sender.name, "rate limited")
                 if verdict is Verdict.WARN:
-                    await self._router.perform(SendText(chat=inbound.chat, text=RATE_NOTICE))
+                    reply_to = None if inbound.is_private else inbound.message_id
+                    self._notify(SendText(inbound.chat, notice, reply_to=reply_to, thread_id=inbound.thread_id))
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)
@@ -79,10 +95,88 @@ class Gate:
         transcript.rx(inbound.chat, inbound.sender.name, inbound.message_id, inbound.text, edit=inbound.kind == "edit")
         return dataclasses.replace(inbound, row_id=row_id) if status == PENDING else None
 
+    def _refuse(self, inbound: Inbound) -> None:
+        """Keep a bounded record of the refused message, tell a DM once, and send the owner a digest when due."""
+        settings, now = self._settings, self._clock()
+        unauthorized = self._stores.unauthorized
+        first = unauthorized.record(
+            inbound.chat,
+            inbound.sender.id,
+            inbound.sender.name,
+            inbound.text,
+            title=None if inbound.is_private else inbound.chat_title or inbound.chat,
+            keep=settings.refused_keep,
+            max_chars=REFUSED_TEXT_CHARS,
+            now=now,
+        )
+        transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
+        if first and inbound.is_private:
+            self._notify(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
+        if settings.owner_id is None:
+            return
+        refused = unauthorized.take_digest(now, settings.refused_digest_interval_seconds)
+        if refused:
+            self._notify(SendText(chat=chat_key(inbound.channel, settings.owner_id), text=refused_digest(refused)))
+
+    def _rate_check(self, inbound: Inbound) -> tuple[Verdict, str]:
+        """A DM counts against its sender; a group message against its sender there, then the group."""
+        assert self._ratelimiter is not None
+        settings = self._settings
+        if inbound.is_private:
+            return self._ratelimiter.check(inbound.sender.id), RATE_NOTICE
+        member = self._ratelimiter.check(f"{inbound.chat}|{inbound.sender.id}", settings.group_member_rate_limit_per_min)
+        if member is not Verdict.ALLOW:
+            # A member over their own limit does not also use up the group's budget.
+            return member, RATE_NOTICE
+        return self._ratelimiter.check(inbound.chat, settings.group_rate_limit_per_min), GROUP_RATE_NOTICE
+
+    def _notify(self, notice: SendText) -> None:
+        """Send a notice in the background: a slow or rate-limited send must never hold up intake."""
+        if len(self._notices) >= MAX_PENDING_NOTICES:
+            log.warning("notice to %s dropped: %d notices already in flight", notice.chat, len(self._notices))
+            return
+        task = asyncio.create_task(self._router.perform(notice), name=f"notice:{notice.chat}")
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
+    async def close(self) -> None:
+        """Cancel notices still in flight (at shutdown)."""
+        tasks = list(self._notices)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
     def _clean(self, inbound: Inbound) -> Inbound:
-        normalized = normalize(inbound.text)
-        text = normalized.text
-        limit = self._settings.max_inbound_chars
-        if len(text) > limit:
-            text = text[:limit] + f"\n[message truncated: {len(normalized.text) - limit} more characters not shown]"
-        return dataclasses.replace(inbound, text=scrub(text), flags=tuple(inbound.flags) + normalized.flags)
+        """Normalise and scrub everything the user controls: text, quoted text, names, the chat title."""
+        text, flags = _cleaned(inbound.text, "", self._settings.max_inbound_chars)
+        name, name_flags = _cleaned(inbound.sender.name, "name:", MAX_NAME_CHARS)
+        flags += name_flags
+        title = inbound.chat_title
+        if title is not None:
+            title, title_flags = _cleaned(title, "chat_title:", MAX_NAME_CHARS)
+            flags += title_flags
+        quoted = inbound.reply_to
+        if quoted is not None:
+            quote_text, quote_flags = _cleaned(quoted.text, "quote:", self._settings.max_inbound_chars)
+            quote_name, quote_name_flags = _cleaned(quoted.sender_name, "quote_name:", MAX_NAME_CHARS)
+            quoted = dataclasses.replace(quoted, text=quote_text, sender_name=quote_name)
+            flags += quote_flags + quote_name_flags
+        return dataclasses.replace(
+            inbound,
+            text=text,
+            sender=dataclasses.replace(inbound.sender, name=name),
+            chat_title=title,
+            reply_to=quoted,
+            flags=tuple(inbound.flags) + flags,
+        )
+
+
+def _cleaned(text: str, flag_prefix: str, limit: int) -> tuple[str, tuple[str, ...]]:
+    """One user-controlled string normalised, cut to `limit` and scrubbed, with what had to change."""
+    normalized = normalize(text)
+    text = normalized.text
+    if len(text) > limit:
+        text = text[:limit] + f"\n[message truncated: {len(normalized.text) - limit} more characters not shown]"
+    return scrub(text), tuple(flag_prefix + flag for flag in normalized.flags)

@@ -35,7 +35,7 @@ def normalize(text: str) -> Normalized:
             break
         nfkc, text = True, composed
     flags = (ZERO_WIDTH_STRIPPED, BIDI_STRIPPED, NFKC_CHANGED)
-    return Normalized(text, tuple(f for f, hit in zip(flags, (zero_width, bidi, nfkc)) if hit))
+    return Normalized(text, tuple(f for f, hit in zip(flags, (zero_width, bidi, nfkc), strict=True) if hit))
 
 
 _ZERO_WIDTH_RE = re.compile(

@@ -1,4 +1,4 @@
-"""Per-sender DM rate limit in fixed one-minute buckets; the owner is never limited."""
+"""Rate limits in fixed one-minute buckets, per key (a DM sender, a group member, a group)."""
 
 from __future__ import annotations
 
@@ -21,14 +21,16 @@ class RateLimiter:
         self._per_minute = per_minute
         self._clock = clock
 
-    def check(self, sender_id: str) -> Verdict:
-        if self._per_minute <= 0:
+    def check(self, key: str, per_minute: int | None = None) -> Verdict:
+        """Count one message against `key`'s limit (the default one unless given; 0 = no limit)."""
+        limit = self._per_minute if per_minute is None else per_minute
+        if limit <= 0:
             return Verdict.ALLOW
         bucket = int(self._clock() // 60)
-        count, warned = self._store.hit(sender_id, bucket)
-        if count <= self._per_minute:
+        count, warned = self._store.hit(key, bucket)
+        if count <= limit:
             return Verdict.ALLOW
         if warned:
             return Verdict.SILENT
-        self._store.mark_warned(sender_id, bucket)
+        self._store.mark_warned(key, bucket)
         return Verdict.WARN

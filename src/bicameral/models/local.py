@@ -56,7 +56,7 @@ class LocalModel:
         self._lock = threading.Lock()
 
     async def aclose(self) -> None:
-        """Nothing to release: the weights stay loaded until the process exits."""
+        """Nothing to release: the weights stay loaded for the life of the process."""
 
     async def stream(
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int

@@ -8,6 +8,7 @@ import logging.handlers
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bicameral.errors import ConfigError
 from bicameral.redaction import Redactor
 
 _NOISY = ("httpx", "httpx2", "httpcore", "aiogram", "aiohttp.access", "mcp", "anthropic", "openai", "uvicorn.access")
@@ -57,10 +58,16 @@ def setup_logging(
         stream.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
         handlers.append(stream)
     if logs_dir is not None:
-        logs_dir.mkdir(parents=True, exist_ok=True)
-        rotating = logging.handlers.TimedRotatingFileHandler(
-            logs_dir / "bicameral.log", when="midnight", backupCount=keep_days, encoding="utf-8", utc=True
-        )
+        try:
+            logs_dir.mkdir(parents=True, exist_ok=True)
+            rotating = logging.handlers.TimedRotatingFileHandler(
+                logs_dir / "bicameral.log", when="midnight", backupCount=keep_days, encoding="utf-8", utc=True
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"the logs dir {logs_dir} cannot be written ({exc.strerror}): "
+                "make the data dir writable or set BICAMERAL_DATA_DIR"
+            ) from None
         rotating.setFormatter(JsonFormatter())
         handlers.append(rotating)
     for handler in handlers:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from bicameral.redaction import scrub
 from bicameral.store.db import Database
 from bicameral.store.kv import KeyValueStore
 from bicameral.store.messages import MessageStore
@@ -25,19 +27,21 @@ class Stores:
     ratelimits: RateLimitStore
     kv: KeyValueStore
     outbox: OutboxStore
+    redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
-    def open(cls, path: Path | str) -> Stores:
+    def open(cls, path: Path | str, redact: Callable[[str], str] = scrub) -> Stores:
         db = Database(path)
         return cls(
             db=db,
-            messages=MessageStore(db),
-            sessions=SessionStore(db),
-            tool_calls=ToolCallStore(db),
+            messages=MessageStore(db, redact=redact),
+            sessions=SessionStore(db, redact=redact),
+            tool_calls=ToolCallStore(db, redact=redact),
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
             outbox=OutboxStore(db),
+            redact=redact,
         )
 
     def close(self) -> None:

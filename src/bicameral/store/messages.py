@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict
 
 from bicameral.events import Attachment, Inbound, Quoted, Sender
+from bicameral.redaction import scrub
 from bicameral.store.db import Database
 
 PENDING = "pending"  # accepted, not yet answered: a restart replays these
@@ -16,9 +17,12 @@ IGNORED = "ignored"  # stored for history only (overheard in a group, command ha
 
 
 class MessageStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact  # for what we send: inbound text was scrubbed by the gate
 
     def record_inbound(self, inbound: Inbound, status: str = PENDING) -> int | None:
         """Persist an inbound; returns its row id, or None if this platform update was seen before."""
@@ -50,7 +54,7 @@ class MessageStore:
             cursor = conn.execute(
                 """INSERT INTO messages (chat, direction, message_id, channel, sender_name, text, created_at)
                    VALUES (?, 'out', ?, ?, 'bot', ?, ?)""",
-                (chat, message_id, channel, text, self._clock()),
+                (chat, message_id, channel, self._redact(text), self._clock()),
             )
             return int(cursor.lastrowid or 0)
 

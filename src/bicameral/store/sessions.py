@@ -6,13 +6,17 @@ import json
 import time
 from collections.abc import Callable
 
+from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
 
 
 class SessionStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact
 
     def load(self, chat: str) -> list[dict]:
         row = self._db.query_one("SELECT messages FROM sessions WHERE chat = ?", (chat,))
@@ -23,7 +27,7 @@ class SessionStore:
             conn.execute(
                 """INSERT INTO sessions (chat, messages, updated_at) VALUES (?, ?, ?)
                    ON CONFLICT(chat) DO UPDATE SET messages = excluded.messages, updated_at = excluded.updated_at""",
-                (chat, json.dumps(messages, ensure_ascii=False), self._clock()),
+                (chat, json.dumps(scrub_obj(messages, self._redact), ensure_ascii=False), self._clock()),
             )
 
     def clear(self, chat: str) -> None:

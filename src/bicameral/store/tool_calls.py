@@ -6,15 +6,19 @@ import json
 import time
 from collections.abc import Callable
 
+from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
 
 _MAX_STORED = 4000
 
 
 class ToolCallStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact
 
     def record(
         self,
@@ -27,6 +31,8 @@ class ToolCallStore:
         error: str | None,
         duration_ms: float,
     ) -> None:
+        redact = self._redact
+        args, result, error = scrub_obj(args, redact), result and redact(result), error and redact(error)
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO tool_calls (chat, turn_id, name, args, result, error, duration_ms, created_at)

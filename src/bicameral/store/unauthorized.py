@@ -1,11 +1,25 @@
-"""The unauthorized_messages table: what the gate refused, kept out of the main history."""
+"""The refused traffic: unauthorized_messages (capped, pruned) and refused_chats (what the owner was told)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from bicameral.store.db import Database
+
+_DIGEST_KEY = "gate.refused_digest_at"
+
+
+@dataclass(frozen=True)
+class RefusedChat:
+    """A refused chat's refusals the owner has not been told about yet."""
+
+    chat: str
+    sender_id: str | None
+    sender_name: str | None
+    title: str | None
+    new: int
 
 
 class UnauthorizedStore:
@@ -13,20 +27,65 @@ class UnauthorizedStore:
         self._db = db
         self._clock = clock
 
-    def record(self, chat: str, sender_id: str, sender_name: str, text: str) -> bool:
-        """Store a refused message; True if this chat has never been told it is refused."""
+    def record(
+        self,
+        chat: str,
+        sender_id: str,
+        sender_name: str,
+        text: str,
+        *,
+        title: str | None = None,
+        keep: int = 1000,
+        max_chars: int = 500,
+        now: float | None = None,
+    ) -> bool:
+        """Store a refused message (truncated; only the newest `keep` are kept); True if the chat was never told."""
+        now = self._clock() if now is None else now
+        if len(text) > max_chars:
+            text = text[:max_chars] + "…"
         with self._db.tx() as conn:
-            told = conn.execute(
-                "SELECT 1 FROM unauthorized_messages WHERE chat = ? AND notified = 1 LIMIT 1", (chat,)
-            ).fetchone()
             conn.execute(
                 """INSERT INTO unauthorized_messages (chat, sender_id, sender_name, text, notified, created_at)
-                   VALUES (?, ?, ?, ?, ?, ?)""",
-                (chat, sender_id, sender_name, text, 0 if told else 1, self._clock()),
+                   VALUES (?, ?, ?, ?, 0, ?)""",
+                (chat, sender_id, sender_name, text, now),
             )
-            return told is None
+            conn.execute(
+                "DELETE FROM unauthorized_messages WHERE id <= (SELECT MAX(id) FROM unauthorized_messages) - ?", (keep,)
+            )
+            conn.execute(
+                """INSERT INTO refused_chats (chat, sender_id, sender_name, title, count, first_at, last_at)
+                   VALUES (?, ?, ?, ?, 1, ?, ?)
+                   ON CONFLICT(chat) DO UPDATE SET count = count + 1, last_at = excluded.last_at,
+                       sender_id = excluded.sender_id, sender_name = excluded.sender_name, title = excluded.title""",
+                (chat, sender_id, sender_name, title, now, now),
+            )
+            told = conn.execute("UPDATE refused_chats SET notified = 1 WHERE chat = ? AND notified = 0", (chat,))
+            return told.rowcount > 0
+
+    def take_digest(self, now: float, every_seconds: float) -> list[RefusedChat]:
+        """The chats refused since the last digest, if one is due (none in the last `every_seconds`); marks them told."""
+        with self._db.tx() as conn:
+            row = conn.execute("SELECT value FROM kv WHERE key = ?", (_DIGEST_KEY,)).fetchone()
+            if row is not None and now - float(row["value"]) < every_seconds:
+                return []
+            rows = conn.execute(
+                """SELECT chat, sender_id, sender_name, title, count - reported AS new FROM refused_chats
+                   WHERE count > reported ORDER BY last_at DESC"""
+            ).fetchall()
+            if not rows:
+                return []
+            conn.execute("UPDATE refused_chats SET reported = count")
+            conn.execute(
+                "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (_DIGEST_KEY, repr(now)),
+            )
+            return [RefusedChat(r["chat"], r["sender_id"], r["sender_name"], r["title"], int(r["new"])) for r in rows]
 
     def count(self, chat: str | None = None) -> int:
         if chat is None:
             return int(self._db.query_one("SELECT COUNT(*) FROM unauthorized_messages")[0])
         return int(self._db.query_one("SELECT COUNT(*) FROM unauthorized_messages WHERE chat = ?", (chat,))[0])
+
+    def texts(self) -> list[str]:
+        """The refused texts still kept, oldest first."""
+        return [row["text"] for row in self._db.query("SELECT text FROM unauthorized_messages ORDER BY id")]

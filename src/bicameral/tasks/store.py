@@ -6,16 +6,21 @@ import json
 import time
 from collections.abc import Callable
 
+from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
 
 _OPEN = ("pending", "running", "paused")
+_REDACTED_FIELDS = ("spec", "context", "result", "error", "label")
 
 
 class TaskStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact  # model output is scrubbed before it is stored
 
     def create(self, task: Task) -> None:
         with self._db.tx() as conn:
@@ -23,7 +28,8 @@ class TaskStore:
                 """INSERT INTO tasks (id, chat, label, spec, context, state, parent_id, origin_message, thread_id,
                                       created_at, updated_at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (task.id, task.chat, task.label, task.spec, task.context, task.state.value, task.parent_id,
+                (task.id, task.chat, task.label, self._redact(task.spec), self._redact(task.context),
+                 task.state.value, task.parent_id,
                  task.origin_message, task.thread_id, task.created_at, task.updated_at),
             )
 
@@ -33,6 +39,9 @@ class TaskStore:
 
     def update(self, task_id: str, **fields: object) -> Task:
         fields["updated_at"] = self._clock()
+        for name in _REDACTED_FIELDS:
+            if isinstance(fields.get(name), str):
+                fields[name] = self._redact(fields[name])  # type: ignore[arg-type]
         if isinstance(fields.get("state"), TaskState):
             fields["state"] = fields["state"].value  # type: ignore[union-attr]
         assignments = ", ".join(f"{name} = ?" for name in fields)
@@ -75,7 +84,7 @@ class TaskStore:
         with self._db.tx() as conn:
             conn.execute(
                 "INSERT INTO task_events (task_id, kind, data, ts) VALUES (?, ?, ?, ?)",
-                (event.task_id, event.kind.value, event.data, event.ts),
+                (event.task_id, event.kind.value, self._redact(event.data), event.ts),
             )
 
     def events(self, task_id: str) -> list[TaskEvent]:
@@ -92,7 +101,7 @@ class TaskStore:
         with self._db.tx() as conn:
             conn.execute(
                 "INSERT INTO task_checkpoints (task_id, reason, messages, ts) VALUES (?, ?, ?, ?)",
-                (task_id, reason, json.dumps(messages, ensure_ascii=False), self._clock()),
+                (task_id, reason, json.dumps(scrub_obj(messages, self._redact), ensure_ascii=False), self._clock()),
             )
             # Keep the latest few: a long task must not grow the database without bound.
             conn.execute(

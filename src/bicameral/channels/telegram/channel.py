@@ -29,6 +29,7 @@ from bicameral.events import Action, ActionResult, Capabilities, Inbound
 from bicameral.redaction import Redactor
 
 from .actions import ActionPerformer, Sleep
+from .admins import with_admin_flag
 from .media import AttachmentStore
 from .updates import BotIdentity, translate
 
@@ -144,6 +145,7 @@ class TelegramChannel:
     async def _deliver(self, raw: Sequence[Any], sink: InboundSink) -> None:
         """Translate a batch, hand it to the sink, and only then move the offset past it."""
         batch = await self._translate_all(raw)
+        batch = [await with_admin_flag(self._bot, inbound, self._redact) for inbound in batch]
         backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
         while batch:
             try:
