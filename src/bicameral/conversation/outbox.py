@@ -47,6 +47,8 @@ class Outbox:
         self._locks: dict[str, asyncio.Lock] = {}
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
+        # What this process recorded, unredacted: the store keeps only the redacted text.
+        self._originals: dict[int, Message] = {}
         self._settled = asyncio.Event()  # set whenever a message is sent or given up
         self._loop: asyncio.Task[None] | None = None
 
@@ -92,6 +94,7 @@ class Outbox:
             offset += pauses[index] if index and index < len(pauses) else 0.0
             when.append(now + offset)
         entries = self._store.add(actions, when, turn)
+        self._originals.update((entry.id, action) for entry, action in zip(entries, actions, strict=True))
         if on_recorded is not None:
             on_recorded()
         results = [_QUEUED] * len(entries)
@@ -106,7 +109,7 @@ class Outbox:
                     # Only a message that is first in line and due now goes out on the caller's time.
                     if head is None or head.id != entry.id or entry.not_before > self._clock():
                         break
-                    results[index] = await self._attempt(entry)
+                    results[index] = await self._attempt(head)
                 if not results[0].queued and results[-1].queued:
                     # The next part is waiting out its pause: show the user more is coming.
                     await self._router.perform(Typing(chat=chat, thread_id=actions[0].thread_id))
@@ -136,8 +139,9 @@ class Outbox:
         return self._locks.setdefault(chat, asyncio.Lock())
 
     async def _attempt(self, entry: OutboxEntry) -> ActionResult:
-        result = await self._router.perform(entry.action)
+        result = await self._router.perform(self._originals.get(entry.id, entry.action))
         if result.ok:
+            self._originals.pop(entry.id, None)
             self._store.finish(entry.id, SENT)
             self._settled.set()
             return result
@@ -148,6 +152,7 @@ class Outbox:
             log.warning(
                 "gave up on message %d to %s (%s, %d attempt(s)): %s", entry.id, entry.chat, why, entry.attempts + 1, error
             )
+            self._originals.pop(entry.id, None)
             self._store.finish(entry.id, GIVEN_UP, error)
             self._settled.set()
             return result

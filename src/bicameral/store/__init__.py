@@ -40,7 +40,7 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
-            outbox=OutboxStore(db),
+            outbox=OutboxStore(db, redact=redact),
             redact=redact,
         )
 

@@ -6,9 +6,10 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from bicameral.events import SendFile, SendText
+from bicameral.redaction import scrub
 from bicameral.store.db import Database
 
 PENDING = "pending"  # recorded, not yet accepted by the channel
@@ -30,9 +31,12 @@ class OutboxEntry:
 
 
 class OutboxStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    """Messages are stored redacted: a retry after a restart sends the redacted text, never a stored secret."""
+
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
+        self._redact = redact
 
     def add(self, actions: Sequence[Message], not_before: Sequence[float], turn_id: str | None = None) -> list[OutboxEntry]:
         """Record messages in one transaction, so either all of a reply's parts are kept or none."""
@@ -42,7 +46,7 @@ class OutboxStore:
             for action, when in zip(actions, not_before, strict=True):
                 cursor = conn.execute(
                     "INSERT INTO outbox (chat, turn_id, action, not_before, created_at) VALUES (?, ?, ?, ?, ?)",
-                    (action.chat, turn_id, action_to_json(action), when, now),
+                    (action.chat, turn_id, action_to_json(_redacted(action, self._redact)), when, now),
                 )
                 entries.append(OutboxEntry(int(cursor.lastrowid or 0), action.chat, action, turn_id, 0, when, now))
         return entries
@@ -123,6 +127,12 @@ def _entry(row: sqlite3.Row) -> OutboxEntry:
         not_before=row["not_before"],
         created_at=row["created_at"],
     )
+
+
+def _redacted(action: Message, redact: Callable[[str], str]) -> Message:
+    if isinstance(action, SendText):
+        return replace(action, text=redact(action.text))
+    return replace(action, caption=redact(action.caption)) if action.caption else action
 
 
 def action_to_json(action: Message) -> str:
