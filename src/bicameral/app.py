@@ -183,6 +183,8 @@ class App:
     async def _finish_then_stop(self) -> None:
         try:
             await self.conversation.finish()
+            if isinstance(self.handler, FrontChamber):  # the answer may still be coming from a task
+                await self.handler.finish()
             await self.outbox.flush()
         finally:
             self.request_stop()

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from tests.e2e.test_process import chat_env
-from tests.fakes.model_server import Reply
+from tests.fakes.model_server import Reply, ToolCall
 
 pytestmark = pytest.mark.slow
 
@@ -39,3 +39,22 @@ def test_piped_lines_inside_the_debounce_window_are_answered_as_one_turn(tmp_pat
     assert len(models.requests) == 1
     prompt = models.requests[0].last_user_text()
     assert "first line" in prompt and "second line" in prompt
+
+
+def test_piped_input_in_two_chamber_mode_waits_for_the_task_result(tmp_path, models):
+    models.script(
+        Reply(tool_calls=[
+            ToolCall("spawn", {"spec": "Check the weather.", "label": "weather"}),
+            ToolCall("reply", {"text": "On it."}),
+        ]),
+        Reply(text="It is sunny today, says the back."),
+        model="front",
+    )
+    models.script(Reply(text="It is sunny today.", latency=1.0), model="back")
+    result = _chat(
+        tmp_path, models, "what's the weather?\n",
+        BICAMERAL_MODE="bicameral", BICAMERAL_FRONT_MODEL="openai:front", BICAMERAL_DELIVERY_PAUSE_SCALE=0,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "On it." in result.stdout
+    assert "sunny today" in result.stdout

@@ -94,6 +94,10 @@ class FrontChamber:
         await self.bus.close()
         await self._executor.stop()
 
+    async def finish(self) -> None:
+        """Let running tasks end and their results be written (the input ended; the app stops next)."""
+        await self.bus.finish()
+
     def reset(self, chat: str) -> None:
         self._stores.kv.set(_RESET_KEY + chat, repr(self._clock()))
 

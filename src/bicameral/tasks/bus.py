@@ -245,6 +245,11 @@ class TaskBus:
             self._start(task, _Run(), resumed=True)
         return len(tasks)
 
+    async def finish(self) -> None:
+        """Wait until every task this process drives has ended and its last event was handled."""
+        while running := [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]:
+            await asyncio.wait(running)
+
     async def close(self) -> None:
         """Stop driving tasks without changing their state, so the next start resumes them."""
         runs = [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]
