@@ -16,8 +16,10 @@ from rich.console import Console
 from bench.chambers import run_chambers
 from bench.concurrency import run_concurrency
 from bench.harness import pinned, shipped_mode
+from bench.idle import run_idle
 from bench.memory import run_memory
 from bench.overhead import run_overhead
+from bench.recall import run_recall
 from bench.report import Figure, machine, print_report
 from bench.startup import run_startup
 from bicameral.config import Settings
@@ -32,13 +34,15 @@ class Plan:
     messages: int
     chats: int
     startup_runs: int
+    idle_seconds: float = 60.0  # idle: how long the bot sits unused while its CPU is counted
     trivial_exchanges: int = 20  # chambers: "hey" exchanges per mode
     task_exchanges: int = 10  # chambers: one-tool-call requests per mode
     mode: str | None = None  # None: the shipped default
+    recall_sizes: tuple[int, ...] = (300, 10_000, 100_000)  # recall: facts in the store
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
-QUICK = Plan(messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3)
+QUICK = Plan(messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0, recall_sizes=(300, 10_000))
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
 
@@ -59,9 +63,18 @@ async def _startup(plan: Plan) -> list[Figure]:
     return (await run_startup(plan.startup_runs, plan.mode)).figures()
 
 
+async def _idle(plan: Plan) -> list[Figure]:
+    return (await run_idle(plan.idle_seconds, plan.mode)).figures()
+
+
 async def _chambers(plan: Plan) -> list[Figure]:
     # Compares both modes by design, so --mode does not apply.
     return (await run_chambers(plan.trivial_exchanges, plan.task_exchanges)).figures()
+
+
+async def _recall(plan: Plan) -> list[Figure]:
+    # Retrieval only (no chat, no model): the mode does not apply.
+    return (await run_recall(plan.recall_sizes)).figures()
 
 
 # Memory runs first: its in-process figures should not include what later scenarios leave behind.
@@ -70,7 +83,9 @@ SCENARIOS: dict[str, Scenario] = {
     "overhead": _overhead,
     "concurrency": _concurrency,
     "startup": _startup,
+    "idle": _idle,
     "chambers": _chambers,
+    "recall": _recall,
 }
 
 

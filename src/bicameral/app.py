@@ -107,6 +107,7 @@ class App:
             self.stores.messages,
             lanes_per_user_in_groups=two_chambers,
             typing_in_groups=not two_chambers,
+            stores=self.stores,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
@@ -241,7 +242,9 @@ def _open_stores(settings: Settings) -> Stores:
     prepare_data_dir(settings)
     data_dir = settings.data_dir
     try:
-        return Stores.open(settings.db_path, redact=Redactor(settings.secret_values()))
+        return Stores.open(
+            settings.db_path, redact=Redactor(settings.secret_values()), committed_memory=settings.memory_committed_dir
+        )
     except Exception as exc:
         raise ConfigError(
             f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"

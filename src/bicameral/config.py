@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -46,26 +47,22 @@ def parse_model_ref(value: str) -> ModelRef:
     return ModelRef(value)
 
 
-# What a child CLI (the `claude` executor) may inherit from our environment: paths, locale,
-# proxies and its own CLAUDE_CODE_* options. Our secrets and the ANTHROPIC_* variables are
-# never inherited; they reach the child only from Settings.
-_CHILD_ENV_NAMES = frozenset(
-    "PATH HOME USER LOGNAME SHELL LANG LANGUAGE TZ TMPDIR TERM CLAUDE_CONFIG_DIR NODE_EXTRA_CA_CERTS "
-    "SSL_CERT_FILE SSL_CERT_DIR HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy".split()
-)
-_CHILD_ENV_PREFIXES = ("LC_", "XDG_", "CLAUDE_CODE_")
-_CHILD_ENV_NEVER = ("CLAUDE_CODE_OAUTH_TOKEN",)
+# What a child process (the `claude` executor) may inherit from ours: an allowlist of paths, locale,
+# time zone and certificates. Its home, config dir, credentials and proxy are never inherited: the
+# caller sets them from Settings.
+_CHILD_ENV_NAMES = frozenset("PATH LANG LANGUAGE TZ TMPDIR SSL_CERT_FILE SSL_CERT_DIR NODE_EXTRA_CA_CERTS".split())
+_CHILD_ENV_PREFIXES = ("LC_",)
 
 
-def child_process_env() -> dict[str, str]:
-    """The part of this process's environment a child CLI may inherit (never a permission bypass)."""
-    return {
-        key: value
-        for key, value in os.environ.items()
-        if (key in _CHILD_ENV_NAMES or key.startswith(_CHILD_ENV_PREFIXES))
-        and key not in _CHILD_ENV_NEVER
-        and "DANGEROUSLY" not in key
-    }
+def child_env_allows(name: str) -> bool:
+    """Whether a child process may inherit the variable `name` from its parent."""
+    return name in _CHILD_ENV_NAMES or name.startswith(_CHILD_ENV_PREFIXES)
+
+
+def child_process_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allowed part of `environ` (this process's environment by default), for a child to inherit."""
+    source = os.environ if environ is None else environ
+    return {key: value for key, value in source.items() if child_env_allows(key)}
 
 
 class Settings(BaseSettings):
@@ -134,12 +131,20 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
     max_session_messages: int = Field(default=60, ge=4)
 
+    # --- memory ---
+    memory_inject_tokens: int = Field(default=400, ge=0)  # 0: never put remembered facts into prompts
+    memory_committed_dir: Path | None = None  # a read-only memory folder, e.g. in the owner's own repository
+    memory_extraction: bool = False  # after each reply, ask the model (the front's) for facts worth keeping
+    session_compact_tokens: int = Field(default=24000, ge=0)  # single mode: summarise older turns past this (0 = never)
+
     # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---
     # The `claude` CLI runs the turns; these bound how it is run and supervised.
     claude_bin: str = "claude"
     claude_effort: Literal["low", "medium", "high", "max"] = "medium"
-    # A subscription token from `claude setup-token`; without it (and without an API key) the CLI uses its own login.
+    # A subscription token from `claude setup-token`: with no API key, how the CLI logs in (its config dir is private).
     claude_oauth_token: SecretStr | None = Field(default=None, validation_alias="CLAUDE_CODE_OAUTH_TOKEN")
+    # The CLI inherits no proxy from our environment; this one is handed to it as HTTPS_PROXY/HTTP_PROXY.
+    claude_proxy: str | None = None
     liveness_timeout_seconds: float = Field(default=300.0, gt=0)
     liveness_poll_seconds: float = Field(default=30.0, gt=0)
     crash_backoff_base: float = Field(default=2.0, gt=0)

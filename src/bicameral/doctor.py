@@ -31,7 +31,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _access_file,
         _telegram,
         _back_model,
-        *(_optional_binary(name, why) for name, why in _OPTIONAL_BINARIES),
+        _claude_cli,
     ]
     all_ok = True
     for check in checks:
@@ -85,21 +85,25 @@ async def _access_file(settings: Settings) -> Check:
 async def _telegram(settings: Settings) -> Check:
     if settings.telegram_token is None:
         return Check("telegram", True, "not configured (set BICAMERAL_TELEGRAM_TOKEN to serve Telegram)", required=False)
-    from aiogram import Bot
-    from aiogram.client.session.aiohttp import AiohttpSession
-    from aiogram.client.telegram import TelegramAPIServer
-    from aiogram.exceptions import TelegramUnauthorizedError
+    from telegram import Bot
+    from telegram.error import InvalidToken
 
-    session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
-    bot = Bot(settings.telegram_token.get_secret_value(), session=session)
+    from bicameral.redaction import Redactor
+
+    token = settings.telegram_token.get_secret_value()
+    api = settings.telegram_api_url.rstrip("/")
+    bot = Bot(token, base_url=f"{api}/bot", base_file_url=f"{api}/file/bot")
     try:
-        me = await asyncio.wait_for(bot.get_me(), timeout=15)
-    except TelegramUnauthorizedError:
+        await asyncio.wait_for(bot.initialize(), timeout=15)  # getMe
+        me = bot.bot
+    except InvalidToken:
         return Check("telegram", False, f"{settings.telegram_api_url} rejected the token: check BICAMERAL_TELEGRAM_TOKEN (from @BotFather)")
     except Exception as exc:
-        return Check("telegram", False, f"{settings.telegram_api_url} refused the token or is unreachable: {type(exc).__name__}: {exc}")
+        # Bot API URLs carry the token, and HTTP errors quote them.
+        detail = Redactor([token])(f"{type(exc).__name__}: {exc}")
+        return Check("telegram", False, f"{settings.telegram_api_url} refused the token or is unreachable: {detail}")
     finally:
-        await session.close()
+        await bot.shutdown()
     return Check("telegram", True, f"token valid: @{me.username}")
 
 
@@ -108,8 +112,9 @@ async def _back_model(settings: Settings) -> Check:
 
     ref = settings.back_model
     if ref.startswith("claude-code"):
-        found = shutil.which(getattr(settings, "claude_bin", "claude"))
-        return Check("back model", bool(found), f"{ref}: claude CLI {'at ' + found if found else 'not found; install @anthropic-ai/claude-code'}")
+        found = shutil.which(settings.claude_bin)
+        where = f"at {found}" if found else "not found; install @anthropic-ai/claude-code"
+        return Check("back model", bool(found), f"{ref}: claude CLI {where}")
     try:
         model = build_model(ref, settings)
         error = await asyncio.wait_for(ping(model), timeout=60)
@@ -120,19 +125,7 @@ async def _back_model(settings: Settings) -> Check:
     return Check("back model", True, f"{ref} answered")
 
 
-_OPTIONAL_BINARIES = (
-    ("bwrap", "sandboxed code execution"),
-    ("chromium", "browsing and rendering"),
-    ("claude", "the Claude Code executor"),
-    ("node", "MCP servers from npm"),
-)
-
-
-def _optional_binary(name: str, why: str) -> Callable[[Settings], Awaitable[Check]]:
-    async def check(settings: Settings) -> Check:
-        found = shutil.which(name)
-        detail = f"found at {found}" if found else f"not found (needed only for {why})"
-        return Check(name, bool(found), detail, required=False)
-
-    check.__name__ = name
-    return check
+async def _claude_cli(settings: Settings) -> Check:
+    found = shutil.which(settings.claude_bin)
+    detail = f"found at {found}" if found else "not found (needed only for the claude-code executor)"
+    return Check("claude", bool(found), detail, required=False)

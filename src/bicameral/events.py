@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
 InboundKind = Literal["message", "edit", "command", "synthetic"]
@@ -40,6 +40,17 @@ class Attachment:
 
 
 @dataclass(frozen=True)
+class AttachmentRef:
+    """A file on an inbound message, not downloaded yet: the gate has it fetched only for admitted senders."""
+
+    kind: Literal["photo", "document"]
+    file_id: str
+    name: str
+    size: int = 0
+    mime: str | None = None
+
+
+@dataclass(frozen=True)
 class Quoted:
     """The message an inbound replies to: the referent, not the latest context."""
 
@@ -68,6 +79,7 @@ class Inbound:
     media_group_id: str | None = None
     flags: tuple[str, ...] = ()
     row_id: int | None = None
+    attachment_refs: tuple[AttachmentRef, ...] = ()  # become `attachments` via Channel.fetch_attachments
 
     @property
     def is_private(self) -> bool:
@@ -137,7 +149,7 @@ class SendFile:
     thread_id: str | None = None
 
 
-Action = Union[SendText, EditText, DeleteMessage, React, Typing, SendFile]
+Action = SendText | EditText | DeleteMessage | React | Typing | SendFile
 COSMETIC_ACTIONS = (Typing, React)
 
 

@@ -30,7 +30,7 @@ def claude_bin() -> Path:
 
 @pytest.fixture
 def cli_home(tmp_path, monkeypatch) -> Path:
-    """HOME and CLAUDE_CONFIG_DIR under tmp_path, and none of the developer's CLAUDE_CODE_* switches."""
+    """Our HOME and CLAUDE_CONFIG_DIR under tmp_path (the CLI must not use them), none of the developer's switches."""
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     for key in list(os.environ):

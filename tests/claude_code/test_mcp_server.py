@@ -6,13 +6,14 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import BaseModel
 
 from bicameral.config import Settings
 from bicameral.events import Action, ActionResult, SendText
 from bicameral.mcp.server import McpToolServer, ToolBinding
 from bicameral.store import Stores
-from bicameral.tools.base import ToolContext
-from bicameral.tools.registry import ToolRegistry
+from bicameral.tools.base import Tool, ToolContext, ToolResult
+from bicameral.tools.registry import ToolRegistry, discover_tools
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def context(chat: str, settings: Settings, router: list[tuple[str, str]]) -> Too
         router.append((action.chat, action.text))
         return ActionResult(ok=True, message_ids=(str(len(router)),))
 
-    return ToolContext(chat=chat, turn_id=f"turn-{chat}", settings=settings, perform=perform)
+    return ToolContext(chat=chat, turn_id=f"turn-{chat}", data_dir=settings.data_dir, perform=perform)
 
 
 async def test_each_caller_s_calls_run_in_its_own_running_turn(server, tmp_path):
@@ -88,3 +89,35 @@ async def test_a_request_without_a_bound_token_gets_401(server):
     async with httpx2.AsyncClient() as http:
         gone = await http.post(server.url, json=body, headers={**headers, "Authorization": f"Bearer {unbound.token}"})
     assert gone.status_code == 401
+
+
+class _PathArgs(BaseModel):
+    path: str
+
+
+class _ReadFile(Tool[_PathArgs]):
+    name = "read_file"
+    description = "Read a file from the data dir."
+    args_model = _PathArgs
+    reads_files = True
+
+    async def run(self, args: _PathArgs, ctx: ToolContext) -> ToolResult:
+        return ToolResult(f"contents of {args.path}")
+
+
+async def test_an_owner_only_tool_is_neither_listed_for_nor_run_by_another_chat(server, tmp_path):
+    settings = Settings.for_test(tmp_path)
+    registry = ToolRegistry([*discover_tools(), _ReadFile()])
+    owner_turn = context("telegram:1", settings, [])
+    owner_turn.is_owner = True
+    friend_turn = context("telegram:2", settings, [])
+    owner = server.bind(ToolBinding(registry, lambda: owner_turn, is_owner=True))
+    friend = server.bind(ToolBinding(registry, lambda: friend_turn))
+    async with client(server.url, owner.token) as mine, client(server.url, friend.token) as theirs:
+        assert "read_file" in {t.name for t in (await mine.list_tools()).tools}
+        listed = {t.name for t in (await theirs.list_tools()).tools}
+        assert "read_file" not in listed and "send_message" in listed
+        allowed = await mine.call_tool("read_file", {"path": "notes.txt"})
+        refused = await theirs.call_tool("read_file", {"path": "notes.txt"})
+    assert not allowed.is_error and allowed.content[0].text == "contents of notes.txt"
+    assert refused.is_error and "only for the owner" in refused.content[0].text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from bicameral.claude_code.spec import (
     build_spec,
     child_env,
 )
-from bicameral.config import Settings
+from bicameral.config import Settings, child_process_env
 from bicameral.errors import ForbiddenFlagError, PluginsError
 from bicameral.mcp.plugins import (
     PluginsConfig,
@@ -35,12 +36,17 @@ def options(tmp_path: Path, **overrides) -> LaunchOptions:
         model="claude-sonnet-4-5",
         effort="medium",
         cwd=tmp_path,
-        mcp=McpEndpoint(url="http://127.0.0.1:4321/mcp", token="tok-abcdef123456"),
-        mcp_config_path=tmp_path / "mcp.json",
+        home=tmp_path / "home",
         system_prompt="You are a test.",
     )
     values.update(overrides)
     return LaunchOptions(**values)
+
+
+def spec_of(opts: LaunchOptions, **kwargs) -> SpawnSpec:
+    """`build_spec` with a fixed MCP endpoint whose config goes to `<cwd>/mcp.json`."""
+    endpoint = McpEndpoint(url="http://127.0.0.1:4321/mcp", token="tok-abcdef123456")
+    return build_spec(opts, mcp=endpoint, mcp_config_path=opts.cwd / "mcp.json", **kwargs)
 
 
 def flag(argv: tuple[str, ...], name: str) -> str:
@@ -48,7 +54,7 @@ def flag(argv: tuple[str, ...], name: str) -> str:
 
 
 def test_default_argv_is_a_locked_down_stream_json_worker(tmp_path):
-    spec = build_spec(options(tmp_path), session_id=SESSION, resume=False)
+    spec = spec_of(options(tmp_path), session_id=SESSION, resume=False)
     argv = spec.argv
     assert argv[:2] == ("claude", "--print")
     assert flag(argv, "--input-format") == "stream-json" and flag(argv, "--output-format") == "stream-json"
@@ -57,7 +63,9 @@ def test_default_argv_is_a_locked_down_stream_json_worker(tmp_path):
     assert flag(argv, "--tools") == "WebFetch,WebSearch"
     assert flag(argv, "--allowedTools") == "mcp__bicameral,WebFetch,WebSearch"
     assert flag(argv, "--disallowedTools").split(",") == list(GATED_BUILTINS)
-    assert set(GATED_BUILTINS) == {"Bash", "PowerShell", "Monitor", "Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP", "Agent"}
+    assert set(GATED_BUILTINS) == {
+        "Bash", "PowerShell", "Monitor", "Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP", "Agent"
+    }
     assert flag(argv, "--permission-prompts") == "none"
     assert flag(argv, "--session-id") == SESSION and "--resume" not in argv
     assert flag(argv, "--append-system-prompt") == "You are a test."
@@ -66,7 +74,7 @@ def test_default_argv_is_a_locked_down_stream_json_worker(tmp_path):
 
 
 def test_resume_passes_the_stored_session(tmp_path):
-    spec = build_spec(options(tmp_path), session_id=SESSION, resume=True)
+    spec = spec_of(options(tmp_path), session_id=SESSION, resume=True)
     assert flag(spec.argv, "--resume") == SESSION and "--session-id" not in spec.argv
     assert spec.resume and spec.session_id == SESSION
 
@@ -80,7 +88,7 @@ def test_resume_passes_the_stored_session(tmp_path):
     ],
 )
 def test_a_tool_group_moves_its_tools_from_the_deny_list_to_the_allow_list(tmp_path, groups, unlocked):
-    argv = build_spec(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
+    argv = spec_of(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
     denied = flag(argv, "--disallowedTools").split(",")
     allowed = flag(argv, "--allowedTools").split(",")
     available = flag(argv, "--tools").split(",")
@@ -91,7 +99,7 @@ def test_a_tool_group_moves_its_tools_from_the_deny_list_to_the_allow_list(tmp_p
 
 def test_all_groups_unlocked_leaves_nothing_to_deny(tmp_path):
     groups = ToolGroups(bash=True, code=True, subagents=True)
-    argv = build_spec(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
+    argv = spec_of(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
     assert "--disallowedTools" not in argv
     assert set(GATED_BUILTINS) <= set(flag(argv, "--allowedTools").split(","))
 
@@ -104,27 +112,48 @@ def test_all_groups_unlocked_leaves_nothing_to_deny(tmp_path):
         ["--dangerously-skip-permissions=true"],
         ["--permission-mode", "bypassPermissions"],
         ["--permission-mode=bypassPermissions"],
+        ["--permission-mode", "BypassPermissions"],
+        ["--permission-mode", "acceptEdits"],
+        ["--settings", '{"hooks": {}}'],
+        ["--setting-sources", "user,project,local"],
+        ["--tools", "Bash"],
+        ["--allowedTools", "Bash"],
+        ["--add-dir", "/"],
+        ["--mcp-config", '{"mcpServers": {}}'],
+        ["--plugin-dir", "/tmp/plugins"],
+        ["--agents", "{}"],
+        ["--model", "--settings"],
+        ["--append-system-prompt"],
+        ["a-positional-prompt"],
     ],
 )
-def test_the_builder_refuses_a_permission_bypass(tmp_path, extra):
+def test_the_builder_refuses_every_argument_outside_the_allowlist(tmp_path, extra):
     with pytest.raises(ForbiddenFlagError):
-        build_spec(options(tmp_path), session_id=SESSION, resume=False, extra_args=extra)
+        spec_of(options(tmp_path), session_id=SESSION, resume=False, extra_args=extra)
+
+
+def test_a_locked_group_s_tools_cannot_be_slipped_into_the_tool_lists(tmp_path):
+    unlocked = spec_of(options(tmp_path, tool_groups=ToolGroups(bash=True)), session_id=SESSION, resume=False)
+    with pytest.raises(ForbiddenFlagError):
+        assert_safe(unlocked, ToolGroups())  # built for the owner's chat, checked as anyone else's
+    assert_safe(unlocked, ToolGroups(bash=True))
 
 
 def test_the_spawn_time_check_refuses_a_tampered_spec(tmp_path):
-    good = build_spec(options(tmp_path), session_id=SESSION, resume=False)
+    good = spec_of(options(tmp_path), session_id=SESSION, resume=False)
     tampered = SpawnSpec(
         argv=(*good.argv, "--dangerously-skip-permissions"), env=good.env, cwd=good.cwd, session_id=SESSION, resume=False
     )
     with pytest.raises(ForbiddenFlagError):
-        assert_safe(tampered)
-    bad_env = SpawnSpec(argv=good.argv, env={"CLAUDE_CODE_EVEN_MORE_DANGEROUSLY_SKIP_PERMISSIONS": "1"}, cwd=good.cwd, session_id=SESSION, resume=False)
-    with pytest.raises(ForbiddenFlagError):
-        assert_safe(bad_env)
+        assert_safe(tampered, ToolGroups())
+    for env in ({"CLAUDE_CODE_EVEN_MORE_DANGEROUSLY_SKIP_PERMISSIONS": "1"}, {"CLAUDE_CODE_USE_BEDROCK": "1"}):
+        bad_env = SpawnSpec(argv=good.argv, env={**good.env, **env}, cwd=good.cwd, session_id=SESSION, resume=False)
+        with pytest.raises(ForbiddenFlagError):
+            assert_safe(bad_env, ToolGroups())
 
 
 def test_mcp_config_always_loads_our_server_with_its_token(tmp_path):
-    spec = build_spec(options(tmp_path), session_id=SESSION, resume=False)
+    spec = spec_of(options(tmp_path), session_id=SESSION, resume=False)
     config = json.loads(spec.files[tmp_path / "mcp.json"])
     server = config["mcpServers"]["bicameral"]
     assert server == {
@@ -136,12 +165,12 @@ def test_mcp_config_always_loads_our_server_with_its_token(tmp_path):
     assert "tok-abcdef123456" not in " ".join(spec.argv)
 
 
-def test_a_subscription_user_gets_no_api_key_and_no_traffic_switch():
-    env = child_env({"PATH": "/usr/bin", "HOME": "/home/u"}, api_key=None, base_url=None, oauth_token=None)
-    assert env == {"PATH": "/usr/bin", "HOME": "/home/u"}
+def test_a_subscription_user_gets_no_api_key_and_no_traffic_switch(tmp_path):
+    env = child_env({"PATH": "/usr/bin", "HOME": "/home/u"}, home=tmp_path, api_key=None, base_url=None, oauth_token=None)
+    assert env == {"PATH": "/usr/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")}
 
 
-def test_credentials_come_only_from_settings_and_a_base_url_disables_side_traffic():
+def test_credentials_come_only_from_settings_and_a_base_url_disables_side_traffic(tmp_path):
     base = {
         "PATH": "/usr/bin",
         "ANTHROPIC_API_KEY": "inherited-key-000000",
@@ -149,19 +178,60 @@ def test_credentials_come_only_from_settings_and_a_base_url_disables_side_traffi
         "CLAUDE_CODE_EVEN_MORE_DANGEROUSLY_SKIP_PERMISSIONS": "1",
         "CLAUDE_CODE_OAUTH_TOKEN": "inherited-token",
     }
-    env = child_env(base, api_key="sk-ant-settings-key", base_url="http://127.0.0.1:9", oauth_token=None)
+    env = child_env(base, home=tmp_path, api_key="sk-ant-settings-key", base_url="http://127.0.0.1:9", oauth_token=None)
     assert env == {
         "PATH": "/usr/bin",
+        "HOME": str(tmp_path),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude"),
         "ANTHROPIC_API_KEY": "sk-ant-settings-key",
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    with_token = child_env({}, api_key=None, base_url=None, oauth_token="sk-ant-oat01-token")
-    assert with_token == {"CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-token"}
+    with_token = child_env({}, home=tmp_path, api_key=None, base_url=None, oauth_token="sk-ant-oat01-token")
+    assert with_token["CLAUDE_CODE_OAUTH_TOKEN"] == "sk-ant-oat01-token"
+
+
+def test_only_the_allowlist_is_inherited_and_a_proxy_comes_only_from_settings(tmp_path, monkeypatch):
+    parent = {
+        "PATH": "/usr/bin",
+        "LANG": "de_DE.UTF-8",
+        "LC_ALL": "de_DE.UTF-8",
+        "TZ": "Europe/Berlin",
+        "SSL_CERT_FILE": "/etc/ssl/cert.pem",
+        "HOME": "/home/owner",
+        "CLAUDE_CONFIG_DIR": "/home/owner/.claude",
+        "CLAUDE_CODE_USE_BEDROCK": "1",
+        "HTTPS_PROXY": "http://parent-proxy:3128",
+        "http_proxy": "http://parent-proxy:3128",
+        "NODE_OPTIONS": "--require /tmp/evil.js",
+        "BICAMERAL_TELEGRAM_TOKEN": "123:abc",
+    }
+    for key, value in parent.items():
+        monkeypatch.setenv(key, value)
+    spec = spec_of(options(tmp_path, base_env=child_process_env()), session_id=SESSION, resume=False)
+    assert spec.env == {
+        "PATH": "/usr/bin",
+        "LANG": "de_DE.UTF-8",
+        "LC_ALL": "de_DE.UTF-8",
+        "TZ": "Europe/Berlin",
+        "SSL_CERT_FILE": "/etc/ssl/cert.pem",
+        **{k: v for k, v in os.environ.items() if k in ("TMPDIR", "LANGUAGE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS")},
+        **{k: v for k, v in os.environ.items() if k.startswith("LC_")},
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"),
+    }
+    proxied = spec_of(options(tmp_path, proxy="http://configured:3128"), session_id=SESSION, resume=False)
+    assert proxied.env["HTTPS_PROXY"] == proxied.env["HTTP_PROXY"] == "http://configured:3128"
+
+
+def test_no_setting_source_is_loaded(tmp_path):
+    argv = spec_of(options(tmp_path), session_id=SESSION, resume=False).argv
+    assert flag(argv, "--setting-sources") == ""
+    assert "--settings" not in argv
 
 
 def test_redaction_hides_keys_in_argv_and_env(tmp_path):
-    spec = build_spec(
+    spec = spec_of(
         options(tmp_path, api_key="sk-ant-secret-value-123", system_prompt="key sk-ant-secret-value-123"),
         session_id=SESSION,
         resume=False,
@@ -206,7 +276,7 @@ def test_a_broken_plugins_file_is_a_clear_error(tmp_path, content, expected):
 
 def test_hiding_an_unknown_tool_names_the_choices():
     config = PluginsConfig(builtin_tools_disabled=("send_mesage",))
-    with pytest.raises(PluginsError, match="send_mesage.*available: .*send_message"):
+    with pytest.raises(PluginsError, match=r"send_mesage.*available: .*send_message"):
         visible_tools(ToolRegistry.discover(), config)
 
 

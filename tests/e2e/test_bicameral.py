@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import psutil
@@ -12,6 +13,8 @@ from pydantic import BaseModel
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
+from tests.support.access import write_access
+from tests.support.chat import until_sent
 from tests.support.process import run_process
 
 FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0)
@@ -48,6 +51,14 @@ async def _wait_for(predicate, timeout: float = 10.0) -> None:
     raise AssertionError("condition not met in time")
 
 
+async def _follow_up(telegram, models, chat: int = OWNER) -> None:
+    """Send one more message and wait for its reply: whatever an earlier turn would have sent is out by then."""
+    models.script(Reply(text="(follow-up answered)"), model="front")
+    telegram.user_sends(chat, "one more thing")
+    await until_sent(telegram, chat, "(follow-up answered)")
+    assert _texts(telegram, chat)[-1] == "(follow-up answered)"
+
+
 async def test_acceptance_scenario_three_messages_in_five_seconds(telegram, models, start_bot):
     models.script(
         Reply(tool_calls=[
@@ -71,18 +82,19 @@ async def test_acceptance_scenario_three_messages_in_five_seconds(telegram, mode
     models.responder(back, model="back")
     await start_bot(**{**FAST, "debounce_ms": 2500})
     telegram.user_sends(OWNER, "can you pull yesterday's logs and grep for errors")
-    await asyncio.sleep(2.0)
+    await asyncio.sleep(2.0)  # the user's pace, inside the debounce window
     telegram.user_sends(OWNER, "actually scratch that -- just the auth service")
     await asyncio.sleep(2.0)
     telegram.user_sends(OWNER, "and also btw can you check if the deploy went through")
     await telegram.await_sent(OWNER, 3, timeout=20)
-    await asyncio.sleep(0.5)
-
+    await _wait_for(lambda: all(r.completed_at for r in models.requests_for("back")))
     triage = _triage(models)
+    await _follow_up(telegram, models)
+
+    texts = _texts(telegram)[:3]
     assert len(triage) == 1, "one front turn sees the whole burst"
     burst = triage[0].last_user_text()
     assert "grep for errors" in burst and "just the auth service" in burst and "deploy went through" in burst
-    texts = _texts(telegram)
     assert texts[0] == "on it -- auth-service logs coming up, checking the deploy too"
     assert len(texts) == 3, texts
     assert any("3 errors" in t for t in texts[1:]) and any("4812" in t for t in texts[1:])
@@ -97,7 +109,7 @@ async def test_trivial_message_makes_no_back_request(telegram, models, start_bot
     await start_bot(**FAST)
     telegram.user_sends(OWNER, "hey")
     sent = await telegram.await_sent(OWNER, 1)
-    await asyncio.sleep(0.5)
+    await _follow_up(telegram, models)
     assert sent[0]["text"] == "hey! what's up?"
     assert models.requests_for("back") == []
 
@@ -116,14 +128,19 @@ async def test_status_with_no_task_invents_nothing(telegram, models, start_bot):
     await start_bot(**FAST)
     telegram.user_sends(OWNER, "how's it going?")
     sent = await telegram.await_sent(OWNER, 1)
-    await asyncio.sleep(0.3)
+    await _follow_up(telegram, models)
     assert sent[0]["text"] == "Nothing is running right now."
-    assert _texts(telegram) == ["Nothing is running right now."], "the front's invented progress is never sent"
+    assert _texts(telegram)[:-1] == ["Nothing is running right now."], "the front's invented progress is never sent"
 
 
 async def test_status_mid_task_reports_the_real_last_event(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Find the time in Tokyo.", "label": "tokyo"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Find the time in Tokyo.", "label": "tokyo"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         Reply(tool_calls=[ToolCall("status", {"task": "tokyo"})]),
         model="front",
     )
@@ -163,7 +180,12 @@ async def test_cancel_mid_tool_kills_the_subprocess_and_tells_the_user(telegram,
     tool = SlowCommand()
     tool.pid_file = tmp_path / "pid"
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Run the slow job.", "label": "slow job"}), ToolCall("reply", {"text": "starting it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Run the slow job.", "label": "slow job"}),
+                ToolCall("reply", {"text": "starting it"}),
+            ]
+        ),
         Reply(tool_calls=[ToolCall("cancel", {"task": "slow job"})]),
         model="front",
     )
@@ -181,13 +203,18 @@ async def test_cancel_mid_tool_kills_the_subprocess_and_tells_the_user(telegram,
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     task = app.tasks.for_chat(f"telegram:{OWNER}")[0]
     assert task.state.value == "cancelled"
-    await asyncio.sleep(0.5)
+    await _follow_up(telegram, models)
     assert "finished" not in " ".join(_texts(telegram))
 
 
 async def test_restart_with_a_task_running_resumes_from_its_checkpoint_and_delivers_once(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "What time is it in UTC?", "label": "clock"}), ToolCall("reply", {"text": "checking"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "What time is it in UTC?", "label": "clock"}),
+                ToolCall("reply", {"text": "checking"}),
+            ]
+        ),
         model="front",
     )
     models.responder(_voice_echo, model="front")
@@ -204,43 +231,58 @@ async def test_restart_with_a_task_running_resumes_from_its_checkpoint_and_deliv
     await app.stop()
     await start_bot(**FAST)
     await telegram.await_sent(OWNER, 2, timeout=15)
-    await asyncio.sleep(0.5)
-    texts = _texts(telegram)
+    await _follow_up(telegram, models)
+    texts = _texts(telegram)[:-1]
     assert texts[1] == "Here you go: It is 12:00 UTC."
     assert len(texts) == 2
     resumed = models.requests_for("back")[2]
     assert resumed.tool_results(), "the resumed run starts from the checkpoint, with the finished tool step"
 
 
-async def test_overheard_group_exchange_gets_no_reply(telegram, models, start_bot):
+async def test_overheard_group_exchange_gets_no_reply(telegram, models, start_bot, make_settings):
     group = -100300
+    write_access(make_settings(), policy="open")
     app = await start_bot(**FAST)
-    app.gate._access.save(app.gate._access.config.model_copy(update={"policy": "open"}))
-    telegram.user_sends(group, "did you push the fix?", user_id=2001, first_name="Ann", chat_type="supergroup", chat_title="Dev")
-    telegram.user_sends(group, "yes, deploying now", user_id=2002, first_name="Ben", chat_type="supergroup", chat_title="Dev")
-    telegram.user_sends(group, "great, thanks Ben", user_id=2001, first_name="Ann", chat_type="supergroup", chat_title="Dev")
-    await asyncio.sleep(1.5)
-    assert models.requests == []
-    assert telegram.sent_messages(group) == []
-    assert not [c for c in telegram.calls if c.method == "sendChatAction"], "no typing for overheard talk"
+    dev = {"chat_type": "supergroup", "chat_title": "Dev"}
+    telegram.user_sends(group, "did you push the fix?", user_id=2001, first_name="Ann", **dev)
+    telegram.user_sends(group, "yes, deploying now", user_id=2002, first_name="Ben", **dev)
+    telegram.user_sends(group, "great, thanks Ben", user_id=2001, first_name="Ann", **dev)
+    await _wait_for(lambda: len(app.stores.messages.recent(f"telegram:{group}")) == 3)
+    addressed_at = time.monotonic()
+    models.script(Reply(text="sounds like it's shipping"), model="front")
+    telegram.user_sends(group, "@bicameral_test_bot all good?", user_id=2001, first_name="Ann", **dev)
+    await telegram.await_sent(group, 1)
+    # The addressed message's turn is the only one: the three before it were only overheard.
+    (turn,) = models.requests
+    assert "all good?" in turn.last_user_text() and "(overheard): great, thanks Ben" in turn.last_user_text()
+    assert _texts(telegram, group) == ["sounds like it's shipping"]
+    typing = [c for c in telegram.calls if c.method == "sendChatAction"]
+    assert all(c.ts > addressed_at for c in typing), "no typing for overheard talk"
 
 
-async def test_group_addressed_turn_sees_overheard_context_and_quotes_the_addressee(telegram, models, start_bot):
+async def test_group_addressed_turn_sees_overheard_context_and_quotes_the_addressee(telegram, models, start_bot, make_settings):
     group = -100301
     models.script(Reply(text="Ben said he's deploying now."), model="front")
+    write_access(make_settings(), policy="open")
     app = await start_bot(**FAST)
-    app.gate._access.save(app.gate._access.config.model_copy(update={"policy": "open"}))
     telegram.user_sends(group, "yes, deploying now", user_id=2002, first_name="Ben", chat_type="supergroup", chat_title="Dev")
-    await asyncio.sleep(0.3)
-    msg = telegram.user_sends(group, "@bicameral_test_bot what did Ben say?", user_id=2001, first_name="Ann", chat_type="supergroup", chat_title="Dev")
+    await _wait_for(lambda: app.stores.messages.recent(f"telegram:{group}"))
+    dev = {"chat_type": "supergroup", "chat_title": "Dev"}
+    msg = telegram.user_sends(group, "@bicameral_test_bot what did Ben say?", user_id=2001, first_name="Ann", **dev)
     sent = await telegram.await_sent(group, 1)
     assert "Ben (overheard): yes, deploying now" in models.requests_for("front")[0].last_user_text()
-    assert sent[0]["params"].get("reply_parameters") and str(msg["message_id"]) in json.dumps(sent[0]["params"]["reply_parameters"])
+    quoted = sent[0]["params"].get("reply_parameters")
+    assert quoted and str(msg["message_id"]) in json.dumps(quoted)
 
 
 async def test_back_failure_is_translated_never_raw(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Summarize the report.", "label": "report"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Summarize the report.", "label": "report"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         model="front",
     )
     models.responder(lambda req: Reply(error_status=500, error_message="internal kaboom xyz"), model="back")
@@ -257,7 +299,12 @@ async def test_long_result_is_framed_and_arrives_as_natural_messages(telegram, m
     paragraphs = [f"Finding {i}: " + "the service answered slowly under load. " * 8 for i in range(6)]
     long_result = "\n\n".join(paragraphs)
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Write the load-test report.", "label": "report"}), ToolCall("reply", {"text": "writing it up"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Write the load-test report.", "label": "report"}),
+                ToolCall("reply", {"text": "writing it up"}),
+            ]
+        ),
         model="front",
     )
     models.responder(lambda req: Reply(text="So, the load test is done.\n\n" + long_result), model="front")
@@ -265,8 +312,8 @@ async def test_long_result_is_framed_and_arrives_as_natural_messages(telegram, m
     await start_bot(**FAST)
     telegram.user_sends(OWNER, "write the load test report")
     await telegram.await_sent(OWNER, 3, timeout=15)
-    await asyncio.sleep(0.5)
-    texts = _texts(telegram)[1:]
+    await _follow_up(telegram, models)
+    texts = _texts(telegram)[1:-1]
     assert 2 <= len(texts) <= 3
     assert texts[0].startswith("So, the load test is done.")
     assert all(f"Finding {i}:" in " ".join(texts) for i in range(6))
@@ -276,7 +323,12 @@ async def test_long_result_is_framed_and_arrives_as_natural_messages(telegram, m
 
 async def test_finished_while_away_is_reintroduced_when_the_user_returns(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Book-keeping export.", "label": "the export"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Book-keeping export.", "label": "the export"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         Reply(text="oh hey!"),
         model="front",
     )
@@ -286,7 +338,7 @@ async def test_finished_while_away_is_reintroduced_when_the_user_returns(telegra
     telegram.user_sends(OWNER, "export the books")
     await telegram.await_sent(OWNER, 1)
     await _wait_for(lambda: app.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "completed")
-    await asyncio.sleep(0.3)
+    # Had the result gone out now, it would stand before the greeting below.
     assert len(telegram.sent_messages(OWNER)) == 1, "held while the user is away"
     telegram.user_sends(OWNER, "hi again")
     await telegram.await_sent(OWNER, 3)
@@ -296,7 +348,8 @@ async def test_finished_while_away_is_reintroduced_when_the_user_returns(telegra
 
 
 async def test_a_burst_that_goes_quiet_mid_thought_gets_a_question(telegram, models, start_bot):
-    models.script(Reply(tool_calls=[ToolCall("wait_for_more", {"question": "Still on the first thing, or moving on?"})]), model="front")
+    question = ToolCall("wait_for_more", {"question": "Still on the first thing, or moving on?"})
+    models.script(Reply(tool_calls=[question]), model="front")
     await start_bot(**FAST, burst_followup_seconds=0.8)
     telegram.user_sends(OWNER, "ok so first thing:")
     sent = await telegram.await_sent(OWNER, 1, timeout=5)
@@ -306,7 +359,12 @@ async def test_a_burst_that_goes_quiet_mid_thought_gets_a_question(telegram, mod
 
 async def test_long_task_sends_status_notes(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Crunch the numbers.", "label": "crunching"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(
+            tool_calls=[
+                ToolCall("spawn", {"spec": "Crunch the numbers.", "label": "crunching"}),
+                ToolCall("reply", {"text": "on it"}),
+            ]
+        ),
         model="front",
     )
     models.script(Reply(text="done: 7", latency=4), model="back")
@@ -334,7 +392,7 @@ async def test_a_quote_reply_gives_the_front_the_referent(telegram, models, star
     telegram.user_sends(OWNER, "tell me more", reply_to_message_id=first["message_id"])
     await telegram.await_sent(OWNER, 2)
     burst = _triage(models)[1].last_user_text()
-    assert '<quote id="%s" from="you">first answer</quote>' % first["message_id"] in burst
+    assert f'<quote id="{first["message_id"]}" from="you">first answer</quote>' in burst
 
 
 async def test_malformed_front_actions_are_skipped_and_the_reply_still_goes_out(telegram, models, start_bot):
@@ -353,7 +411,7 @@ async def test_malformed_front_actions_are_skipped_and_the_reply_still_goes_out(
     app = await start_bot(**FAST)
     telegram.user_sends(OWNER, "do something")
     sent = await telegram.await_sent(OWNER, 1)
-    await asyncio.sleep(0.3)
+    await _follow_up(telegram, models)
     assert sent[0]["text"] == "Sure, one sec."
     assert app.tasks.count(f"telegram:{OWNER}") == 0
     assert models.requests_for("back") == []

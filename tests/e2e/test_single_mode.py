@@ -8,6 +8,8 @@ import logging
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
+from tests.support.access import write_access
+from tests.support.chat import until_sent
 
 
 async def test_dm_gets_a_reply(telegram, models, start_bot):
@@ -20,18 +22,19 @@ async def test_dm_gets_a_reply(telegram, models, start_bot):
 
 
 async def test_five_messages_in_two_seconds_make_one_model_request(telegram, models, start_bot):
-    models.script(Reply(text="got all five"))
+    models.script(Reply(text="got all five"), Reply(text="and the follow-up"))
     await start_bot(debounce_ms=900)
     for i in range(5):
         telegram.user_sends(OWNER, f"part {i}")
-        await asyncio.sleep(0.4)
-    sent = await telegram.await_sent(OWNER, 1)
-    await asyncio.sleep(1.0)
-    assert len(models.requests) == 1
-    prompt = models.requests[0].last_user_text()
-    assert all(f"part {i}" in prompt for i in range(5))
-    assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["got all five"]
-    assert sent[0]["text"] == "got all five"
+        await asyncio.sleep(0.4)  # the user's typing pace, inside the debounce window
+    await telegram.await_sent(OWNER, 1)
+    telegram.user_sends(OWNER, "one more thing")
+    await telegram.await_sent(OWNER, 2)
+    # The follow-up's reply came second: no other request was made for the five parts.
+    first, second = models.requests
+    assert all(f"part {i}" in first.last_user_text() for i in range(5))
+    assert "one more thing" in second.last_user_text() and "part 4" not in second.last_user_text()
+    assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["got all five", "and the follow-up"]
 
 
 async def test_message_sent_mid_turn_reaches_the_running_turn(telegram, models, start_bot):
@@ -50,16 +53,16 @@ async def test_message_sent_mid_turn_reaches_the_running_turn(telegram, models, 
     assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["noted both"]
 
 
-async def test_twenty_chats_are_answered_without_waiting_on_each_other(telegram, models, start_bot, tmp_path):
+async def test_twenty_chats_are_answered_without_waiting_on_each_other(telegram, models, start_bot, make_settings):
     models.responder(lambda req: Reply(text="answer", latency=1.0))
-    app = await start_bot(debounce_ms=0)
-    app.gate._access.save(app.gate._access.config.model_copy(update={"policy": "open"}))
+    write_access(make_settings(), policy="open")
+    await start_bot(debounce_ms=0)
     chats = [5000 + i for i in range(20)]
     for chat in chats:
         telegram.user_sends(chat, f"hello from {chat}")
     for chat in chats:
         await telegram.await_sent(chat, 1, timeout=20)
-    requests = models.requests
+    requests = await models.await_completed(20)
     assert len(requests) == 20
     # Every request reached the model before any answer came back: no chat queued behind another.
     assert max(r.received_at for r in requests) < min(r.completed_at for r in requests)
@@ -93,13 +96,14 @@ async def test_a_ten_thousand_character_reply_arrives_split(telegram, models, st
     paragraphs = [f"Paragraph {i}: " + ("lorem ipsum dolor sit amet " * 18).strip() for i in range(20)]
     long_text = "\n\n".join(paragraphs)
     assert len(long_text) >= 10000
-    models.script(Reply(text=long_text))
+    models.script(Reply(text=long_text), Reply(text="you're welcome"))
     await start_bot()
     telegram.user_sends(OWNER, "write me a lot")
     await telegram.await_sent(OWNER, 3)
-    await asyncio.sleep(0.5)
-    sent = telegram.sent_messages(OWNER)
-    assert len(sent) >= 3
+    telegram.user_sends(OWNER, "thanks")
+    await until_sent(telegram, OWNER, "you're welcome")
+    *sent, last = telegram.sent_messages(OWNER)
+    assert len(sent) >= 3 and last["text"] == "you're welcome"
     assert all(len(m["text"]) <= 4096 for m in sent)
     joined = " ".join(m["text"] for m in sent)
     assert all(f"Paragraph {i}:" in joined for i in range(20))
@@ -121,15 +125,17 @@ async def test_blocked_user_gets_nothing_from_the_model(telegram, models, start_
 
 
 async def test_stop_cancels_the_running_turn(telegram, models, start_bot):
-    models.script(Reply(text="too late", latency=2))
+    models.script(Reply(text="too late", latency=2), Reply(text="still here"))
     await start_bot(debounce_ms=0)
     telegram.user_sends(OWNER, "do something slow")
     await models.await_requests(1)
     telegram.user_sends(OWNER, "/stop")
     sent = await telegram.await_sent(OWNER, 1)
     assert sent[0]["text"] == "Stopped."
-    await asyncio.sleep(2.5)  # past the model's latency: had the turn lived on, "too late" would be here
-    assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["Stopped."]
+    await models.await_completed(1)  # the model answered "too late": had the turn lived on, it would be sent now
+    telegram.user_sends(OWNER, "are you there?")
+    await telegram.await_sent(OWNER, 2)
+    assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["Stopped.", "still here"]
 
 
 async def test_typing_indicator_is_refreshed_while_a_turn_runs(telegram, models, start_bot):
@@ -158,19 +164,23 @@ async def test_session_survives_a_restart_and_reset_clears_it(telegram, models, 
     assert "my name is Ada" not in json.dumps(models.requests[2].messages)
 
 
-async def test_group_answers_only_when_addressed(telegram, models, start_bot):
+async def test_group_answers_only_when_addressed(telegram, models, start_bot, make_settings):
     group = -100200
-    models.script(Reply(text="yes, I'm here"))
-    app = await start_bot()
-    app.gate._access.save(app.gate._access.config.model_copy(update={"policy": "allowlist", "allowed_chats": [group]}))
-    telegram.user_sends(group, "lunch at noon?", user_id=OWNER, chat_type="supergroup", chat_title="Team")
-    telegram.user_sends(group, "sure", user_id=2002, first_name="Bob", chat_type="supergroup", chat_title="Team")
-    telegram.user_sends(group, "@bicameral_test_bot are you there?", user_id=OWNER, chat_type="supergroup", chat_title="Team")
-    sent = await telegram.await_sent(group, 1)
-    await asyncio.sleep(0.5)
-    assert len(models.requests) == 1
-    assert "are you there" in models.requests[0].last_user_text()
-    assert sent[0]["text"] == "yes, I'm here"
+    models.script(Reply(text="yes, I'm here"), Reply(text="noon works"))
+    write_access(make_settings(), policy="allowlist", allowed_chats=[group])
+    await start_bot()
+    team = {"chat_type": "supergroup", "chat_title": "Team"}
+    telegram.user_sends(group, "lunch at noon?", user_id=OWNER, **team)
+    telegram.user_sends(group, "sure", user_id=2002, first_name="Bob", **team)
+    telegram.user_sends(group, "@bicameral_test_bot are you there?", user_id=OWNER, **team)
+    await telegram.await_sent(group, 1)
+    telegram.user_sends(group, "sounds good", user_id=2002, first_name="Bob", **team)
+    telegram.user_sends(group, "@bicameral_test_bot does noon work?", user_id=OWNER, **team)
+    await telegram.await_sent(group, 2)
+    # Two addressed messages, two requests: nothing overheard started a turn of its own.
+    first, second = models.requests
+    assert "are you there" in first.last_user_text() and "does noon work" in second.last_user_text()
+    assert [m["text"] for m in telegram.sent_messages(group)] == ["yes, I'm here", "noon works"]
 
 
 async def test_huge_hostile_text_is_truncated_not_fatal(telegram, models, start_bot):
@@ -213,3 +223,21 @@ async def test_a_photo_is_shown_to_the_model_but_its_bytes_never_reach_the_sessi
     stored = json.dumps(app.stores.sessions.load(f"telegram:{OWNER}"))
     assert "[image: attachments/" in stored
     assert "base64" not in stored and "iVBOR" not in stored
+
+
+async def test_model_garbage_gets_the_same_sentence_as_a_model_failure(telegram, models, start_bot):
+    models.script(
+        Reply(error_status=500, error_message="upstream exploded"),
+        Reply(text="never whole", malformed="html"),
+        Reply(text="never whole", malformed="truncated_json"),
+        Reply(text="never whole", malformed="empty_choices"),
+        Reply(text="back to normal"),
+    )
+    await start_bot(debounce_ms=0, model_max_retries=0)
+    for n, text in enumerate(["one", "two", "three", "four", "five"], start=1):
+        telegram.user_sends(OWNER, text)
+        await telegram.await_sent(OWNER, n)
+    failure, *garbage, recovered = [m["text"] for m in telegram.sent_messages(OWNER)]
+    assert garbage == [failure] * 3 and "upstream exploded" not in failure
+    assert recovered == "back to normal"
+

@@ -17,6 +17,7 @@ Reply resolution for a request whose model is ``m``:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import re
@@ -26,9 +27,9 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from aiohttp import web
 
@@ -44,6 +45,11 @@ __all__ = [
 # Sent as `retry-after` on a 429 that did not script one: both SDKs honour any positive value, so a
 # tiny one keeps retry tests fast (with 0 they would fall back to ~0.5 s exponential backoff).
 DEFAULT_RETRY_AFTER = 0.01
+
+# What a reverse proxy in front of a model server sends when its upstream is down.
+_HTML_PAGE = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+
+_DONE = b"data: [DONE]\n\n"  # the OpenAI stream's last line
 
 # Characters of serialised JSON per streamed `input_json_delta` / tool-call `arguments` chunk; small
 # enough that clients must really reassemble partial JSON.
@@ -83,6 +89,12 @@ class Reply:
     error_type: str | None = None  # override the error `type` derived from error_status
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
     abort_after_events: int | None = None  # streaming: drop the connection after this many SSE events
+    # Streaming: after this many SSE events send an error event (error_type/error_message), then end.
+    error_after_events: int | None = None
+    # A status-200 answer that is garbage: "html" (a proxy's error page), "truncated_json" (a body or
+    # SSE event cut mid-JSON), "early_end" (a stream closed cleanly before its final event) or
+    # "empty_choices" (OpenAI chunks / completion without any choice; Anthropic: no content at all).
+    malformed: Literal["html", "truncated_json", "early_end", "empty_choices"] | None = None
 
     @property
     def full_text(self) -> str:
@@ -416,6 +428,17 @@ def _anthropic_events(turn: _Turn, model: str, msg_id: str) -> list[tuple[dict[s
     return events
 
 
+def _emptied(payload: dict[str, Any]) -> dict[str, Any]:
+    """A message, completion or chunk with no content or choices left."""
+    if "choices" in payload:
+        return payload | {"choices": []}
+    if payload.get("type") == "message":
+        return payload | {"content": []}
+    if payload.get("type") == "message_start":
+        return payload | {"message": _emptied(payload["message"])}
+    return payload
+
+
 def _openai_usage(turn: _Turn) -> dict[str, Any]:
     """OpenAI `usage`; prompt_tokens includes cached tokens, as OpenAI counts them."""
     prompt = turn.input_tokens + turn.cache_read + turn.cache_creation
@@ -664,15 +687,22 @@ class ModelServer:
             return self.requests_for(model)
 
     async def await_requests(self, count: int, timeout: float = 10.0, model: str | None = None) -> list[Request]:
-        """Async wait_for_requests usable from any event loop (polls; the server lives on another loop)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self.requests_for(model)
-            if len(found) >= count:
-                return found
-            if time.monotonic() >= deadline:
-                raise TimeoutError(self._timeout_message(count, model, timeout))
-            await asyncio.sleep(0.005)
+        """Async wait_for_requests usable from any event loop (the server lives on another loop)."""
+        return await asyncio.to_thread(self.wait_for_requests, count, timeout, model)
+
+    def wait_completed(self, count: int, timeout: float = 10.0) -> list[Request]:
+        """Block until at least `count` requests were fully answered (a stream's last byte written)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._completed()) >= count, timeout):
+                raise TimeoutError(f"expected {count} completed request(s) within {timeout}s; got {len(self._completed())}")
+            return list(self.requests)
+
+    async def await_completed(self, count: int, timeout: float = 10.0) -> list[Request]:
+        """Async wait_completed: a client may return before the server recorded what it sent."""
+        return await asyncio.to_thread(self.wait_completed, count, timeout)
+
+    def _completed(self) -> list[Request]:
+        return [r for r in self.requests if r.completed_at is not None]
 
     def _timeout_message(self, count: int, model: str | None, timeout: float) -> str:
         """Explain a wait timeout with what did arrive."""
@@ -729,6 +759,18 @@ class ModelServer:
             self.requests.append(req)
             self._cond.notify_all()
 
+    @contextlib.contextmanager
+    def _recording(self, req: Request) -> Iterator[None]:
+        """Record a request as completed however its handler ends (a client that hung up included)."""
+        try:
+            yield
+        except (ConnectionError, asyncio.CancelledError):
+            req.client_disconnected = True
+            raise
+        finally:
+            if req.completed_at is None:
+                self._finish(req, req.reply, req.status or 499, req.response)
+
     def _reject(self, request: web.Request, reason: str) -> None:
         """Remember a malformed request."""
         with self._lock:
@@ -745,10 +787,26 @@ class ModelServer:
                 traceback.format_exception_only(type(exc), exc)
             ).strip()
 
+    async def _scripted(
+        self, req: Request, error_response: Callable[..., tuple[web.Response, dict[str, Any]]]
+    ) -> Reply | web.Response:
+        """The reply scripted for a logged request, after its latency; or the error response it scripted."""
+        reply, failure = await self._reply_for(req)
+        if reply is not None and reply.latency > 0:
+            await asyncio.sleep(reply.latency)
+        if reply is None or reply.error_status is not None:
+            status = reply.error_status if reply else 500
+            message = failure or (reply.error_message if reply else "")
+            resp, err = error_response(status, message, reply.error_type if reply else None, self._error_headers(reply, status))
+            self._finish(req, reply, status, err)
+            return resp
+        return reply
+
     def _finish(self, req: Request, reply: Reply | None, status: int, body: dict[str, Any] | None) -> None:
         """Record the outcome on the logged request."""
-        with self._lock:
+        with self._cond:
             req.reply, req.status, req.response, req.completed_at = reply, status, body, time.monotonic()
+            self._cond.notify_all()
 
     @staticmethod
     def _error_headers(reply: Reply | None, status: int) -> dict[str, str]:
@@ -774,8 +832,9 @@ class ModelServer:
         fmt: Callable[[dict[str, Any]], bytes],
         trailer: bytes = b"",
         headers: dict[str, str] | None = None,
+        error_event: dict[str, Any] | None = None,
     ) -> web.StreamResponse:
-        """Write SSE payloads with chunk_delay, honouring abort_after_events and client disconnects."""
+        """Write SSE payloads with chunk_delay, honouring abort/error_after_events and client disconnects."""
         resp = web.StreamResponse(
             status=200,
             headers={
@@ -786,6 +845,8 @@ class ModelServer:
             },
         )
         await resp.prepare(request)
+        with self._lock:
+            req.status = 200  # the status line is out: a client may have it before the stream ends
         sent = 0
         try:
             for payload, is_delta in payloads:
@@ -794,16 +855,66 @@ class ModelServer:
                     if request.transport is not None:
                         request.transport.abort()
                     return resp
+                if reply.error_after_events is not None and sent >= reply.error_after_events and error_event:
+                    req.events.append(error_event)
+                    await resp.write(fmt(error_event))
+                    break
                 if is_delta and reply.chunk_delay > 0:
                     await asyncio.sleep(reply.chunk_delay)
-                await resp.write(fmt(payload))
+                # Logged before it is written, so a client holding the bytes finds it in the log.
                 req.events.append(payload)
+                await resp.write(fmt(payload))
                 sent += 1
-            if trailer:
+            if trailer and not (reply.error_after_events is not None and sent >= reply.error_after_events):
                 await resp.write(trailer)
             await resp.write_eof()
         except ConnectionError:
             req.client_disconnected = True
+        return resp
+
+    async def _garbage(
+        self,
+        request: web.Request,
+        req: Request,
+        reply: Reply,
+        body: dict[str, Any],
+        payloads: list[tuple[dict[str, Any], bool]],
+        fmt: Callable[[dict[str, Any]], bytes],
+        trailer: bytes = b"",
+        headers: dict[str, str] | None = None,
+    ) -> web.StreamResponse:
+        """Answer status 200 with the scripted kind of garbage (`Reply.malformed`)."""
+        kind = reply.malformed
+        headers = {**(headers or {}), **reply.headers}
+        if kind == "html":
+            self._finish(req, reply, 200, None)
+            return web.Response(status=200, text=_HTML_PAGE, content_type="text/html", headers=headers)
+        if kind == "empty_choices":
+            body = _emptied(body)
+            payloads = [(_emptied(p), d) for p, d in payloads if not str(p.get("type", "")).startswith("content_block")]
+        if not req.stream:
+            text = json.dumps(body)
+            if kind in ("truncated_json", "early_end"):
+                text = text[: len(text) // 2]
+            self._finish(req, reply, 200, None)
+            return web.Response(status=200, text=text, content_type="application/json", headers=headers)
+        if kind == "empty_choices":
+            return await self._stream(request, req, reply, payloads, fmt, trailer=trailer, headers=headers)
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8", **headers})
+        await resp.prepare(request)
+        kept = payloads[: max(1, len(payloads) // 2)]
+        try:
+            for payload, _ in kept:
+                req.events.append(payload)
+                await resp.write(fmt(payload))
+            if kind == "truncated_json":
+                framed = fmt(payloads[len(kept)][0]).decode().rstrip("\n")
+                head, _, data = framed.rpartition("data: ")
+                await resp.write(f"{head}data: {data[: len(data) // 2]}\n\n".encode())
+            await resp.write_eof()
+        except ConnectionError:
+            req.client_disconnected = True
+        self._finish(req, reply, 200, None)
         return resp
 
     # ---- Anthropic -------------------------------------------------------------------------------
@@ -850,33 +961,30 @@ class ModelServer:
             headers=dict(request.headers),
         )
         self._log(req)
-        reply, failure = await self._reply_for(req)
-        if reply is not None and reply.latency > 0:
-            await asyncio.sleep(reply.latency)
-        if reply is None or reply.error_status is not None:
-            status = reply.error_status if reply else 500
-            message = failure or (reply.error_message if reply else "")
-            resp, err = self._anthropic_error(
-                status, message, reply.error_type if reply else None, self._error_headers(reply, status)
-            )
-            self._finish(req, reply, status, err)
-            return resp
-        turn = _make_turn(reply, req, "toolu_01", 22)
-        msg_id = _rand_id("msg_01", 22)
-        message = _anthropic_message(turn, req.model, msg_id)
-        req_id = _rand_id("req_01", 22)
-        if not req.stream:
+        with self._recording(req):
+            reply = await self._scripted(req, self._anthropic_error)
+            if not isinstance(reply, Reply):
+                return reply  # the scripted error
+            turn = _make_turn(reply, req, "toolu_01", 22)
+            msg_id = _rand_id("msg_01", 22)
+            message = _anthropic_message(turn, req.model, msg_id)
+            req_id = _rand_id("req_01", 22)
+            if not req.stream and not reply.malformed:
+                self._finish(req, reply, 200, message)
+                return web.json_response(message, headers={"request-id": req_id, **reply.headers})
+
+            def fmt(payload: dict[str, Any]) -> bytes:
+                """Anthropic SSE framing: named event + data."""
+                return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+            events = _anthropic_events(turn, req.model, msg_id)
+            if reply.malformed:
+                return await self._garbage(request, req, reply, message, events, fmt, headers={"request-id": req_id})
+            etype = reply.error_type or _ANTHROPIC_ERROR_TYPES.get(reply.error_status or 500, "api_error")
+            error_event = {"type": "error", "error": {"type": etype, "message": reply.error_message}}
+            resp = await self._stream(request, req, reply, events, fmt, headers={"request-id": req_id}, error_event=error_event)
             self._finish(req, reply, 200, message)
-            return web.json_response(message, headers={"request-id": req_id, **reply.headers})
-
-        def fmt(payload: dict[str, Any]) -> bytes:
-            """Anthropic SSE framing: named event + data."""
-            return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
-
-        events = _anthropic_events(turn, req.model, msg_id)
-        resp = await self._stream(request, req, reply, events, fmt, headers={"request-id": req_id})
-        self._finish(req, reply, 200, message)
-        return resp
+            return resp
 
     async def _handle_count_tokens(self, request: web.Request) -> web.StreamResponse:
         """POST /v1/messages/count_tokens: rough estimate."""
@@ -931,34 +1039,33 @@ class ModelServer:
             headers=dict(request.headers),
         )
         self._log(req)
-        reply, failure = await self._reply_for(req)
-        if reply is not None and reply.latency > 0:
-            await asyncio.sleep(reply.latency)
-        if reply is None or reply.error_status is not None:
-            status = reply.error_status if reply else 500
-            message = failure or (reply.error_message if reply else "")
-            resp, err = self._openai_error(
-                status, message, reply.error_type if reply else None, self._error_headers(reply, status)
+        with self._recording(req):
+            reply = await self._scripted(req, self._openai_error)
+            if not isinstance(reply, Reply):
+                return reply  # the scripted error
+            turn = _make_turn(reply, req, "call_", 24)
+            cid, created = _rand_id("chatcmpl-", 29), int(time.time())
+            completion = _openai_completion(turn, req.model, cid, created)
+            headers = {"x-request-id": _rand_id("req_", 32)}
+            if not req.stream and not reply.malformed:
+                self._finish(req, reply, 200, completion)
+                return web.json_response(completion, headers={**headers, **reply.headers})
+
+            def fmt(payload: dict[str, Any]) -> bytes:
+                """OpenAI SSE framing: unnamed data-only events."""
+                return f"data: {json.dumps(payload)}\n\n".encode()
+
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = _openai_chunks(turn, req.model, cid, created, include_usage)
+            if reply.malformed:
+                return await self._garbage(request, req, reply, completion, chunks, fmt, trailer=_DONE, headers=headers)
+            etype, code = _OPENAI_ERRORS.get(reply.error_status or 500, ("server_error", None))
+            error = {"message": reply.error_message, "type": reply.error_type or etype, "param": None, "code": code}
+            resp = await self._stream(
+                request, req, reply, chunks, fmt, trailer=_DONE, headers=headers, error_event={"error": error}
             )
-            self._finish(req, reply, status, err)
-            return resp
-        turn = _make_turn(reply, req, "call_", 24)
-        cid, created = _rand_id("chatcmpl-", 29), int(time.time())
-        completion = _openai_completion(turn, req.model, cid, created)
-        headers = {"x-request-id": _rand_id("req_", 32)}
-        if not req.stream:
             self._finish(req, reply, 200, completion)
-            return web.json_response(completion, headers={**headers, **reply.headers})
-
-        def fmt(payload: dict[str, Any]) -> bytes:
-            """OpenAI SSE framing: unnamed data-only events."""
-            return f"data: {json.dumps(payload)}\n\n".encode()
-
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        chunks = _openai_chunks(turn, req.model, cid, created, include_usage)
-        resp = await self._stream(request, req, reply, chunks, fmt, trailer=b"data: [DONE]\n\n", headers=headers)
-        self._finish(req, reply, 200, completion)
-        return resp
+            return resp
 
     # ---- misc endpoints --------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """A fake Telegram Bot API server speaking the real HTTP wire format, for tests.
 
 The server runs aiohttp in its own thread and event loop, so sync tests, async
-tests and bot subprocesses can all talk to it. Point aiogram at it with
-``AiohttpSession(api=TelegramAPIServer.from_base(fake.url))``.
+tests and bot subprocesses can all talk to it. Point python-telegram-bot at it with
+``Bot(token, base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")``.
 
 Every public method is thread-safe: shared state lives behind one lock, and
 long-polling ``getUpdates`` requests are woken via ``call_soon_threadsafe``.
@@ -519,6 +519,7 @@ class FakeTelegram:
         self._next_update_id = FIRST_UPDATE_ID
         self._acked_offset = 0
         self._poll_generation = 0
+        self._polls_at_once = False
 
         self._chats: dict[int, dict[str, Any]] = {}
         self._next_message_id: dict[int, int] = {}
@@ -984,7 +985,7 @@ class FakeTelegram:
     ) -> None:
         """Make the next `times` calls of `method` ("*" = any method) fail; retry_after is sent only for 429."""
         if status != 429:
-            # aiogram maps any response carrying retry_after to TelegramRetryAfter, so keep it 429-only.
+            # Clients map any response carrying retry_after to a rate-limit error, so keep it 429-only.
             retry_after = None
             if description == "Too Many Requests: retry after 1":
                 description = _DEFAULT_DESCRIPTIONS.get(status, f"Error {status}")
@@ -999,6 +1000,11 @@ class FakeTelegram:
         with self._lock:
             self._holds[(method.lower(), str(chat_id))] = released
         return released
+
+    def answer_polls_at_once(self, enabled: bool = True) -> None:
+        """Answer getUpdates at once whatever its timeout, like a proxy or local server that does not hold long polls."""
+        with self._lock:
+            self._polls_at_once = enabled
 
     def reject_entities_next(self, times: int = 1, *, method: str = "sendMessage") -> None:
         """Make the next `times` `method` calls that set parse_mode fail with "can't parse entities"."""
@@ -1176,6 +1182,9 @@ class FakeTelegram:
         offset = _opt_int(params, "offset")
         limit = min(max(_opt_int(params, "limit") or 100, 1), 100)
         timeout = max(_opt_int(params, "timeout") or 0, 0)
+        with self._lock:
+            if self._polls_at_once:
+                timeout = 0
         if offset is not None:
             self._confirm(offset)
         with self._lock:

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from bench.idle import run_idle
 from bench.overhead import run_overhead
 from bench.startup import run_startup
 
@@ -23,3 +24,10 @@ async def test_startup_reports_a_number():
     result = await run_startup(runs=1)
     assert len(result.runs) == 1
     assert all(math.isfinite(f.value) and f.value > 0 for f in result.figures())
+
+
+@pytest.mark.slow
+async def test_idle_reports_cpu_polls_and_how_soon_a_message_is_seen():
+    result = await run_idle(seconds=2)
+    assert len(result.seen_after) == 5
+    assert all(math.isfinite(f.value) and f.value >= 0 for f in result.figures())

@@ -517,10 +517,8 @@ async def test_models_probe_and_404(server: ModelServer, claude: anthropic.Async
     anthropic_ids = [m.id async for m in claude.models.list()]
     openai_ids = [m.id async for m in gpt.models.list()]
     assert anthropic_ids == openai_ids == ["front-model"]
-    with urllib.request.urlopen(urllib.request.Request(server.url + "/", method="HEAD")) as r:
-        assert r.status == 200
-    with urllib.request.urlopen(server.url + "/") as r:
-        assert r.status == 200
+    assert await asyncio.to_thread(_status, urllib.request.Request(server.url + "/", method="HEAD")) == 200
+    assert await asyncio.to_thread(_status, urllib.request.Request(server.url + "/")) == 200
     with pytest.raises(anthropic.NotFoundError) as a_err:
         await claude.get("/v1/nope", cast_to=object)
     assert a_err.value.type == "not_found_error"
@@ -542,3 +540,8 @@ def test_restart_and_reset() -> None:
     srv.start()
     assert srv.url.startswith("http://127.0.0.1:") and first_url
     srv.stop()
+
+
+def _status(request: urllib.request.Request) -> int:
+    with urllib.request.urlopen(request) as response:
+        return int(response.status)

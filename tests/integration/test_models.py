@@ -87,8 +87,8 @@ def make(request: pytest.FixtureRequest, server: ModelServer, data_dir: Path, cl
     return factory
 
 
-async def _events(model: Model, messages: list[Message], tools: list[ToolSpec] = [], system: str = "Be brief.") -> list:
-    return [e async for e in model.stream(system, messages, tools, 256)]
+async def _events(model: Model, messages: list[Message], tools: tuple[ToolSpec, ...] = (), system: str = "Be brief.") -> list:
+    return [e async for e in model.stream(system, messages, list(tools), 256)]
 
 
 # ---- streaming ----------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ async def test_tool_error_results_are_flagged(make: Factory, server: ModelServer
         Message(role="assistant", content=[ToolUseBlock(id="t1", name="clock", input={})]),
         Message(role="user", content=[ToolResultBlock(tool_use_id="t1", content="boom", is_error=True)]),
     ]
-    await _events(make(), messages, [CLOCK])
+    await _events(make(), messages, (CLOCK,))
     (req,) = server.requests
     if make.api == "anthropic":  # type: ignore[attr-defined]
         assert req.tool_results() == [{"tool_use_id": "t1", "id": "t1", "content": "boom", "is_error": True}]
@@ -235,7 +235,7 @@ async def test_rate_limit_is_retried_by_the_sdk(make: Factory, server: ModelServ
     server.script(Reply(error_status=429, retry_after=0.01), Reply(text="after retry"))
     result = await complete(make(max_retries=2), "sys", [Message.user("hi")], [], 64)
     assert result.text == "after retry"
-    assert [r.status for r in server.requests] == [429, 200]
+    assert [r.status for r in await server.await_completed(2)] == [429, 200]
 
 
 @pytest.mark.parametrize(
@@ -270,6 +270,33 @@ async def test_dropped_stream_is_a_connection_error(make: Factory, server: Model
     with pytest.raises(ModelError) as caught:
         await _events(make(max_retries=0), [Message.user("hi")])
     assert caught.value.kind == "connection" and caught.value.retryable
+
+
+@pytest.mark.parametrize(
+    ("malformed", "kind", "says"),
+    [
+        ("html", "server", "text/html instead of an event stream"),
+        ("truncated_json", "server", "malformed reply"),
+        ("early_end", "connection", "ended before the reply was complete"),
+    ],
+)
+async def test_garbage_with_status_200_is_a_model_error(
+    make: Factory, server: ModelServer, malformed: str, kind: str, says: str
+) -> None:
+    server.script(Reply(text="never seen in full", malformed=malformed))  # type: ignore[arg-type]
+    with pytest.raises(ModelError) as caught:
+        await complete(make(max_retries=0), "sys", [Message.user("hi")], [], 64)
+    assert caught.value.kind == kind and caught.value.retryable and says in str(caught.value)
+    assert API_KEY not in str(caught.value)
+
+
+async def test_openai_stream_without_choices_is_a_model_error(server: ModelServer, data_dir: Path, closing: list[Any]) -> None:
+    model = OpenAIModel("gpt-test", api_key=API_KEY, base_url=server.openai_url, max_retries=0, timeout=10.0, data_dir=data_dir)
+    closing.append(model)
+    server.script(Reply(text="lost", malformed="empty_choices"))
+    with pytest.raises(ModelError) as caught:
+        await complete(model, "sys", [Message.user("hi")], [], 64)
+    assert caught.value.kind == "server" and "without any choices" in str(caught.value)
 
 
 async def test_unreachable_server_is_a_connection_error(make: Factory) -> None:
@@ -365,14 +392,10 @@ async def test_shared_http_client_is_used_and_left_open(server: ModelServer, tmp
     assert len(server.requests) == 2
 
 
-def test_anthropic_mid_stream_error_events_map_by_body_type() -> None:
-    import anthropic
-    import httpx2
-
-    from bicameral.models.anthropic import _model_error
-
-    # An `event: error` inside a 200 stream surfaces as a plain APIStatusError with status 200.
-    response = httpx2.Response(200, request=httpx2.Request("POST", "http://fake/v1/messages"))
-    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    error = _model_error(anthropic.APIStatusError("x", response=response, body=body), [], 10.0)
-    assert (error.kind, error.retryable) == ("overloaded", True) and "mid-stream" in str(error)
+async def test_an_error_event_mid_stream_maps_by_its_type(make: Factory, server: ModelServer) -> None:
+    overloaded = "overloaded_error" if make.api == "anthropic" else "overloaded"  # type: ignore[attr-defined]
+    server.script(Reply(text="one two three four", error_after_events=3, error_type=overloaded, error_message="Overloaded"))
+    with pytest.raises(ModelError) as caught:
+        await _events(make(max_retries=0), [Message.user("hi")])
+    assert (caught.value.kind, caught.value.retryable) == ("overloaded", True)
+    assert "mid-stream" in str(caught.value) and "Overloaded" in str(caught.value)

@@ -164,11 +164,31 @@ async def test_reply_carries_quoted_referent(fake: FakeTelegram, inbox: Inbox) -
     assert reply.reply_to.from_bot is False
 
 
-async def test_photo_with_caption_is_one_inbound(fake: FakeTelegram, inbox: Inbox, settings: Settings) -> None:
+async def test_files_arrive_as_references_and_are_fetched_on_request(
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox
+) -> None:
+    fake.user_sends(DM, document=("report.pdf", b"%PDF-1.4 body"), caption="read this")
+    [msg] = await inbox.wait()
+    assert msg.attachments == ()
+    [ref] = msg.attachment_refs
+    assert (ref.kind, ref.name, ref.size, ref.mime) == ("document", "report.pdf", 13, "application/pdf")
+    assert fake.calls_to("getFile") == [] and fake.calls_to("downloadFile") == []  # nothing fetched at intake
+
+    fetched = await channel.fetch_attachments(msg)
+    assert fetched.attachment_refs == ()
+    [attachment] = fetched.attachments
+    assert (attachment.kind, attachment.size) == ("document", 13)
+    assert fetched.text == "read this"
+
+
+async def test_photo_with_caption_is_one_inbound(
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, settings: Settings
+) -> None:
     fake.user_sends(DM, photo=PNG, caption="look at this")
     [msg] = await inbox.wait()
     await asyncio.sleep(0.3)
     assert len(inbox.items) == 1
+    msg = await channel.fetch_attachments(msg)
     assert msg.text == "look at this"
     [attachment] = msg.attachments
     assert attachment.kind == "photo"
@@ -179,10 +199,11 @@ async def test_photo_with_caption_is_one_inbound(fake: FakeTelegram, inbox: Inbo
 
 
 async def test_document_name_cannot_escape_attachments_dir(
-    fake: FakeTelegram, inbox: Inbox, settings: Settings
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, settings: Settings
 ) -> None:
     fake.user_sends(DM, document=("../../etc/passwd", b"root:x:0:0"))
     [msg] = await inbox.wait()
+    msg = await channel.fetch_attachments(msg)
     [attachment] = msg.attachments
     saved = (settings.data_dir / attachment.path).resolve()
     assert saved.is_relative_to(settings.attachments_dir.resolve())
@@ -201,10 +222,11 @@ def test_safe_name_rules() -> None:
     assert len(long) == MAX_NAME_CHARS and long.endswith(".pdf")
 
 
-async def test_failed_download_becomes_marker(fake: FakeTelegram, inbox: Inbox) -> None:
+async def test_failed_download_becomes_marker(fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox) -> None:
     fake.fail_next("getFile", status=500, description="Internal Server Error")
     fake.user_sends(DM, document=("notes.txt", b"hi"), caption="my notes")
     [msg] = await inbox.wait()
+    msg = await channel.fetch_attachments(msg)
     assert msg.attachments == ()
     assert msg.text == "my notes\n[attachment unavailable: notes.txt]"
 
@@ -285,6 +307,48 @@ async def test_failing_sink_gets_the_same_batch_again(
     await eventually(lambda: fake.acked_offset == calls[1][0].update_id + 1, what="ack after success")
 
 
+async def test_sink_failing_twice_keeps_the_offset_until_the_batch_is_stored(
+    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder
+) -> None:
+    calls: list[list[Inbound]] = []
+    acked_while_failing: list[int] = []
+
+    async def full_disk_sink(batch: Sequence[Inbound]) -> None:
+        calls.append(list(batch))
+        if len(calls) <= 2:
+            acked_while_failing.append(fake.acked_offset)
+            raise OSError(28, "No space left on device")
+
+    await channel.start(full_disk_sink, lambda reason: None)
+    fake.user_sends(DM, "keep me")
+    await eventually(lambda: len(calls) >= 3, what="the third attempt")
+    update_id = calls[0][0].update_id
+    assert update_id is not None
+    assert [[m.text for m in batch] for batch in calls] == [["keep me"]] * 3
+    assert all(offset <= update_id for offset in acked_while_failing)  # Telegram would still redeliver it
+    assert sleeps.delays[:2] == [1.0, 2.0]  # backing off between attempts
+    await eventually(lambda: fake.acked_offset == update_id + 1, what="acknowledgement once stored")
+
+
+async def test_lone_surrogates_arrive_repaired(fake: FakeTelegram, inbox: Inbox) -> None:
+    """Valid JSON can carry text that UTF-8 (and so SQLite) cannot store; it is repaired, not refused."""
+    fake.push_raw_update(
+        {
+            "message": {
+                "message_id": 901,
+                "date": 1,
+                "chat": {"id": DM, "type": "private", "first_name": "A\ud800"},
+                "from": {"id": DM, "is_bot": False, "first_name": "A\ud800"},
+                "text": "caf\udc00e \ud83d\ude00",
+            }
+        }
+    )
+    [msg] = await inbox.wait()
+    assert msg.text == "caf\ufffde \U0001f600"  # the lone half replaced, the real pair kept
+    assert msg.sender.name == "A\ufffd"
+    msg.text.encode("utf-8")
+
+
 async def test_server_errors_back_off_and_recover(
     fake: FakeTelegram, inbox: Inbox, sleeps: SleepRecorder
 ) -> None:
@@ -295,6 +359,28 @@ async def test_server_errors_back_off_and_recover(
     assert sleeps.delays[:2] == [1.0, 2.0]
 
 
+async def test_idle_polling_rests_when_the_server_answers_at_once(fake: FakeTelegram, settings: Settings) -> None:
+    """A Bot API that does not hold long polls must not make an idle bot ask again and again."""
+    fake.answer_polls_at_once()
+    channel = TelegramChannel(settings)  # real sleep: the pacing itself is under test
+    inbox = Inbox()
+    await channel.start(inbox, lambda reason: None)
+    try:
+        await eventually(lambda: len(fake.calls_to("getUpdates")) >= 1, what="the first poll")
+        first = time.monotonic()
+        await asyncio.sleep(2.0)  # a stretch of idle time, not a wait for an event
+        polls = [c for c in fake.calls_to("getUpdates") if c.ts >= first]
+        idle_seconds = time.monotonic() - first
+        # About one poll a second; a loop without a pause makes hundreds here.
+        assert len(polls) <= 2 * idle_seconds + 2, f"{len(polls)} polls in {idle_seconds:.1f} s"
+
+        fake.user_sends(DM, "heard during the pause")
+        [msg] = await inbox.wait()
+        assert msg.text == "heard during the pause"
+    finally:
+        await channel.stop()
+
+
 async def test_conflict_ends_the_channel_with_the_reason(
     fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, ended: list[str | None]
 ) -> None:
@@ -302,6 +388,32 @@ async def test_conflict_ends_the_channel_with_the_reason(
     await eventually(lambda: bool(ended), what="the channel to report its end")
     assert not channel.polling
     assert len(ended) == 1 and ended[0] is not None and "409" in ended[0]
+
+
+async def test_token_revoked_while_polling_ends_the_channel(
+    fake: FakeTelegram, channel: TelegramChannel, inbox: Inbox, ended: list[str | None]
+) -> None:
+    fake.fail_next("getUpdates", status=401, description="Unauthorized")
+    await eventually(lambda: bool(ended), what="the channel to report its end")
+    assert not channel.polling
+    assert ended == ["Telegram rejected the token: check BICAMERAL_TELEGRAM_TOKEN"]
+
+
+async def test_updates_without_usable_ids_do_not_spin_the_loop(fake: FakeTelegram, settings: Settings) -> None:
+    """A batch the offset cannot move past (no update_id) is asked for again, but at the idle pace."""
+    fake.register_method("getUpdates", lambda params: [{"message": {"text": "no id"}}])
+    channel = TelegramChannel(settings)  # real sleep: the pacing itself is under test
+    inbox = Inbox()
+    await channel.start(inbox, lambda reason: None)
+    try:
+        await eventually(lambda: len(fake.calls_to("getUpdates")) >= 1, what="the first poll")
+        first = time.monotonic()
+        await asyncio.sleep(1.5)  # a stretch of time to count polls over, not a wait for an event
+        polls = [c for c in fake.calls_to("getUpdates") if c.ts >= first]
+        assert len(polls) <= 2 * (time.monotonic() - first) + 2
+        assert inbox.items == []
+    finally:
+        await channel.stop()
 
 
 async def test_bad_token_fails_clearly(tmp_path: Path, fake: FakeTelegram) -> None:
@@ -402,7 +514,7 @@ async def test_react_typing_edit_delete(fake: FakeTelegram, channel: TelegramCha
 
 async def test_platform_errors_are_results_not_exceptions(fake: FakeTelegram, channel: TelegramChannel) -> None:
     result = await channel.perform(React(f"telegram:{DM}", "999", "👍"))
-    assert not result.ok and "MESSAGE_ID_INVALID" in (result.error or "")
+    assert not result.ok and "message_id_invalid" in (result.error or "").lower()
     result = await channel.perform(SendText("telegram:not-a-number", "x"))
     assert not result.ok and "chat id" in (result.error or "")
     fake.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked by the user")

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from pydantic import BaseModel
+
+from bicameral.events import Action, ActionResult
+from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry, discover_tools
 
 FIRST_TOOLS = {"send_message", "reply_to_message", "edit_message", "delete_message", "react", "current_time"}
@@ -35,3 +40,64 @@ def test_the_back_chamber_view_excludes_messaging_tools():
     back = ToolRegistry(discover_tools()).subset(exclude_messaging=True)
     assert "send_message" not in back.names()
     assert "current_time" in back.names()
+
+
+class _Args(BaseModel):
+    path: str = "notes.txt"
+
+
+class _ReadsFiles(Tool):
+    name = "peek_file"
+    description = "Show a file."
+    args_model = _Args
+    reads_files = True
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        self.calls.append(ctx.chat)
+        return ToolResult("the file's contents")
+
+
+class _RunsPrograms(_ReadsFiles):
+    name = "run_program"
+    reads_files = False
+    runs_programs = True
+
+
+class _SharedOnPurpose(_ReadsFiles):
+    name = "peek_shared_file"
+    owner_only = False
+
+
+def _ctx(*, is_owner: bool) -> ToolContext:
+    async def perform(action: Action) -> ActionResult:
+        return ActionResult(ok=True)
+
+    return ToolContext(chat="telegram:7", turn_id="t1", data_dir=Path("data"), perform=perform, is_owner=is_owner)
+
+
+def test_tools_that_read_files_or_run_programs_are_owner_only_unless_they_say_otherwise():
+    assert _ReadsFiles().owner_only and _RunsPrograms().owner_only
+    assert not _SharedOnPurpose().owner_only
+    assert not any(tool.owner_only for tool in discover_tools())  # messaging and the clock are for everyone
+
+
+def test_an_owner_only_tool_is_offered_only_to_the_owner():
+    registry = ToolRegistry([*discover_tools(), _ReadsFiles(), _SharedOnPurpose()])
+    for_owner = {spec.name for spec in registry.specs(is_owner=True)}
+    for_others = {spec.name for spec in registry.specs(is_owner=False)}
+    assert {"peek_file", "peek_shared_file", "send_message"} <= for_owner
+    assert "peek_file" not in for_others and {"peek_shared_file", "send_message"} <= for_others
+
+
+async def test_an_owner_only_tool_called_by_someone_else_is_refused_and_does_not_run():
+    tool = _ReadsFiles()
+    registry = ToolRegistry([tool])
+    refused = await registry.execute("peek_file", {"path": "secrets.txt"}, _ctx(is_owner=False))
+    assert refused.is_error and "only for the owner" in refused.content
+    assert tool.calls == []
+    allowed = await registry.execute("peek_file", {"path": "notes.txt"}, _ctx(is_owner=True))
+    assert not allowed.is_error and allowed.content == "the file's contents"
+    assert tool.calls == ["telegram:7"]

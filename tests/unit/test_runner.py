@@ -8,7 +8,6 @@ from pydantic import BaseModel
 
 from bicameral.agent.breakers import Breakers
 from bicameral.agent.runner import NativeRunner
-from bicameral.config import Settings
 from bicameral.events import ActionResult
 from bicameral.models.base import Message, ModelError, Stop, TextDelta, ToolCall, ToolResultBlock, Usage
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -66,7 +65,7 @@ def _ctx(tmp_path: Path) -> ToolContext:
     async def perform(action):
         return ActionResult(ok=True)
 
-    return ToolContext(chat="test:1", turn_id="t", settings=Settings.for_test(tmp_path), perform=perform)
+    return ToolContext(chat="test:1", turn_id="t", data_dir=tmp_path, perform=perform)
 
 
 def _runner(model, **kwargs) -> NativeRunner:
@@ -86,7 +85,7 @@ async def test_loop_runs_tools_then_returns_final_text(tmp_path):
 async def test_three_consecutive_tool_errors_trip_the_breaker(tmp_path):
     model = ScriptedModel(*[[("broken", {"text": str(i)})] for i in range(5)], "never")
     result = await _runner(model).run("sys", [Message.user("hi")], _ctx(tmp_path))
-    assert result.stopped and "3 tool errors" in result.stopped
+    assert result.stop_reason and "3 tool errors" in result.stop_reason
     assert len(model.calls) == 3
     assert result.messages[-1].role == "assistant"
 
@@ -94,14 +93,14 @@ async def test_three_consecutive_tool_errors_trip_the_breaker(tmp_path):
 async def test_the_same_call_repeated_trips_the_breaker(tmp_path):
     model = ScriptedModel([("echo", {"text": "x"})], [("echo", {"text": "x"})], "never")
     result = await _runner(model).run("sys", [Message.user("hi")], _ctx(tmp_path))
-    assert result.stopped and "repeated" in result.stopped
+    assert result.stop_reason and "repeated" in result.stop_reason
     assert len(model.calls) == 2
 
 
 async def test_max_iterations_stops_the_loop(tmp_path):
     model = ScriptedModel(*[[("echo", {"text": str(i)})] for i in range(10)])
     result = await _runner(model, max_iterations=3).run("sys", [Message.user("hi")], _ctx(tmp_path))
-    assert result.stopped == "it hit the step limit"
+    assert result.stop_reason == "it hit the step limit"
     assert len(model.calls) == 3
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+from bicameral.types import Clock
 
 
 @dataclass
@@ -14,13 +16,13 @@ class Breakers:
 
     max_errors: int = 3
     window_seconds: float = 60.0
-    clock: Callable[[], float] = time.monotonic
+    clock: Clock = time.monotonic
     tripped: str | None = None
     _last_call: str | None = field(default=None, repr=False)
     _consecutive_errors: int = field(default=0, repr=False)
     _first_error_at: float | None = field(default=None, repr=False)
 
-    def before_call(self, name: str, args: dict) -> str | None:
+    def before_call(self, name: str, args: dict[str, Any]) -> str | None:
         """Refuse a call identical to the one just made: the model is going in circles."""
         signature = name + json.dumps(args, sort_keys=True, default=str)
         if signature == self._last_call:

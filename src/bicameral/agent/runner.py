@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from bicameral.agent.breakers import Breakers
 from bicameral.models.base import (
+    Block,
     Message,
     Model,
     ModelError,
@@ -35,7 +36,7 @@ class RunResult:
     messages: list[Message]
     usage: Usage = field(default_factory=Usage)
     iterations: int = 0
-    stopped: str | None = None  # why the loop was cut short (breaker, max iterations)
+    stop_reason: str | None = None  # why the loop was cut short (breaker, max iterations)
     error: ModelError | None = None
 
 
@@ -61,7 +62,7 @@ class NativeRunner:
         messages = list(messages)
         breakers = Breakers(self.max_errors, self.error_window_seconds)
         usage = Usage()
-        specs = self.tools.specs()
+        specs = self.tools.specs(is_owner=ctx.is_owner)
         for iteration in range(1, self.max_iterations + 1):
             try:
                 completion = await complete(self.model, system, messages, specs, self.max_tokens)
@@ -72,7 +73,7 @@ class NativeRunner:
             messages.append(completion.as_message())
             if not completion.tool_calls:
                 return RunResult(completion.text.strip(), messages, usage, iteration)
-            results: list = []
+            results: list[Block] = []
             for call in completion.tool_calls:
                 if breakers.tripped or breakers.before_call(call.name, call.input):
                     results.append(ToolResultBlock(tool_use_id=call.id, content="not run: turn stopped", is_error=True))
@@ -89,8 +90,8 @@ class NativeRunner:
             if on_step is not None:
                 on_step(messages)
             if breakers.tripped:
-                return RunResult(completion.text.strip(), _closed(messages), usage, iteration, stopped=breakers.tripped)
-        return RunResult("", _closed(messages), usage, self.max_iterations, stopped="it hit the step limit")
+                return RunResult(completion.text.strip(), _closed(messages), usage, iteration, stop_reason=breakers.tripped)
+        return RunResult("", _closed(messages), usage, self.max_iterations, stop_reason="it hit the step limit")
 
 
 def _closed(messages: list[Message]) -> list[Message]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bicameral.models.base import ImageBlock, Message, TextBlock, ToolResultBlock
+from bicameral.models.base import Block, ImageBlock, Message, TextBlock, ToolResultBlock
 
 
 def prepare_for_storage(messages: list[Message], max_messages: int) -> list[Message]:
@@ -19,7 +19,7 @@ def prepare_for_storage(messages: list[Message], max_messages: int) -> list[Mess
 def _without_images(message: Message) -> Message:
     if not any(isinstance(b, ImageBlock) for b in message.content):
         return message
-    content = [TextBlock(text=f"[image: {b.path}]") if isinstance(b, ImageBlock) else b for b in message.content]
+    content: list[Block] = [TextBlock(text=f"[image: {b.path}]") if isinstance(b, ImageBlock) else b for b in message.content]
     return Message(role=message.role, content=content)
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
+from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
+from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief
@@ -24,17 +24,25 @@ class NativeExecutor(Executor):
         self._settings = settings
         self._stores = stores
         self._runner = runner
-        self._system = resources.files("bicameral.prompts").joinpath("back.md").read_text(encoding="utf-8")
+        self._system = prompts.load("back.md")
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         saved = control.resume_messages()
-        messages = MESSAGES.validate_python(saved) if saved else [Message.user(task_brief(task))]
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id)
+        if saved:
+            messages = MESSAGES.validate_python(saved)
+        else:
+            about = f"{task.spec}\n{task.context}"
+            remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
+            messages = [Message.user("\n\n".join(filter(None, [remembered, task_brief(task)])))]
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
-            settings=self._settings,
+            data_dir=self._settings.data_dir,
             perform=no_direct_messages,
             stores=self._stores,
+            is_owner=reach is not None and reach.owner,
+            reach=reach,
         )
 
         async def on_tool(call: ToolCall) -> None:
@@ -62,9 +70,9 @@ class NativeExecutor(Executor):
                 break
             # Context that arrived after the last tool step must still shape the answer.
             messages = result.messages + [Message.user(late)]
-        if result.stopped:
+        if result.stop_reason:
             partial = f"{result.text}\n\n" if result.text else ""
-            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stopped}")
+            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stop_reason}")
         return TaskOutcome(result=result.text or "(finished, with nothing to report)")
 
 

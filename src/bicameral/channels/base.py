@@ -27,3 +27,10 @@ class Channel(Protocol):
 
     async def perform(self, action: Action) -> ActionResult:
         """Carry out one action; never raises for platform errors, reports them in the result."""
+
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        """Download the files `inbound` only refers to, once its sender was admitted; never raises.
+
+        Downloading at intake would fetch files from anyone who can message the bot, so a
+        channel hands over `attachment_refs` and the gate calls this after its access check.
+        """

@@ -82,6 +82,10 @@ class TerminalChannel:
             pass  # a terminal shows the answer when it comes; no indicator needed
         return ActionResult(ok=True)
 
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        """Typed lines carry no files."""
+        return inbound
+
     async def _read(self, sink: InboundSink, on_end: OnEnd) -> None:
         loop = asyncio.get_running_loop()
         while True:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 from bicameral.redaction import Redactor, scrub_obj
 
@@ -70,7 +71,7 @@ class WireCapture:
             except OSError:
                 pass
 
-    def _write(self, handle, text: str) -> None:
+    def _write(self, handle: TextIO, text: str) -> None:
         try:
             handle.write(text + "\n")
         except (OSError, ValueError) as exc:  # a full disk or a closed file must not stop the worker

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
+from bicameral import prompts
+from bicameral.claude_code.exchange import Prompt
 from bicameral.claude_code.failures import Recovery
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.turn import Prompt
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
+from bicameral.conversation.memory import prompt_note, task_reach
+from bicameral.events import TRUSTED_CHANNELS, chat_key
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
 from bicameral.store import Stores
@@ -31,12 +32,10 @@ class ClaudeCodeExecutor(Executor):
     def __init__(self, settings: Settings, stores: Stores, registry: ToolRegistry) -> None:
         self._settings = settings
         self._stores = stores
-        plugins = load_plugins(settings.resolved_plugins_path)
-        self._tools = visible_tools(registry, plugins).subset(exclude_messaging=True)
-        system = resources.files("bicameral.prompts").joinpath("back.md").read_text(encoding="utf-8")
-        self._config = WorkerConfig.from_settings(
-            settings, system_prompt=system, tool_groups=plugins.tool_groups, base_env=child_process_env()
-        )
+        self._plugins = load_plugins(settings.resolved_plugins_path)
+        self._tools = visible_tools(registry, self._plugins).subset(exclude_messaging=True)
+        self._system = prompts.load("back.md")
+        self._base_env = child_process_env()
         self._mcp = McpToolServer()
         self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds)
 
@@ -48,16 +47,36 @@ class ClaudeCodeExecutor(Executor):
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         sessions = SessionIds(self._stores.kv, SESSION_KEY_PREFIX + task.id)
+        for_owner = self._owner_chat(task.chat)
+        config = WorkerConfig.from_settings(
+            self._settings,
+            chat=task.chat,
+            for_owner=for_owner,
+            system_prompt=self._system,
+            tool_groups=self._plugins.tool_groups,
+            base_env=self._base_env,
+        )
         worker = ClaudeCodeWorker(
-            f"task:{task.id}", self._config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
+            f"task:{task.id}", config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
         )
         notes = control.drain_notes()
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id)
         if sessions.get() is not None:
             # A resumed session already holds the brief and the finished steps; send what changed.
             text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
         else:
-            text = "\n".join([task_brief(task), *notes])
-        ctx = ToolContext(chat=task.chat, turn_id=task.id, settings=self._settings, perform=no_direct_messages, stores=self._stores)
+            about = f"{task.spec}\n{task.context}"
+            remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
+            text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
+        ctx = ToolContext(
+            chat=task.chat,
+            turn_id=task.id,
+            data_dir=self._settings.data_dir,
+            perform=no_direct_messages,
+            stores=self._stores,
+            is_owner=for_owner,
+            reach=reach,
+        )
 
         async def on_event(event: StreamEvent) -> None:
             if isinstance(event, ToolUse):
@@ -76,6 +95,12 @@ class ClaudeCodeExecutor(Executor):
             return TaskOutcome(
                 error_kind=failure.kind, error=failure.message, retryable=failure.recovery is not Recovery.GIVE_UP
             )
-        if outcome.stopped:
-            return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stopped}")
+        if outcome.stop_reason:
+            return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stop_reason}")
         return TaskOutcome(result=outcome.final_text or "(finished, with nothing to report)")
+
+    def _owner_chat(self, chat: str) -> bool:
+        """A task from the owner's own chat (their DM, or a trusted local channel) may use what the owner unlocked."""
+        channel = chat.split(":", 1)[0]
+        owner = self._settings.owner_id
+        return channel in TRUSTED_CHANNELS or (owner is not None and chat == chat_key(channel, owner))

@@ -7,10 +7,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from importlib import resources
+from dataclasses import replace
 
+from bicameral import prompts
 from bicameral.agent.failures import describe_stop
+from bicameral.claude_code.exchange import Prompt, PromptImage, TurnOutcome
 from bicameral.claude_code.failures import Failure, Recovery, classify
+from bicameral.claude_code.process import Spawn, cli_version, spawn_process
 from bicameral.claude_code.spec import (
     MCP_NAMESPACE,
     MIN_VERSION,
@@ -18,13 +21,13 @@ from bicameral.claude_code.spec import (
     too_old,
 )
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.turn import Prompt, PromptImage, TurnOutcome
-from bicameral.claude_code.worker import ClaudeCodeWorker, Spawn, WorkerConfig, cli_version, spawn_process
+from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.memory import burst_text, prompt_note
 from bicameral.conversation.turn import Turn
 from bicameral.errors import ConfigError
-from bicameral.events import Action, ActionResult, Inbound, SendText, chat_key
+from bicameral.events import Inbound, SendText, chat_key
 from bicameral.mcp.plugins import (
     PluginsConfig,
     load_plugins,
@@ -35,10 +38,10 @@ from bicameral.models.base import ImageBlock, TextBlock, read_image
 from bicameral.store import Stores
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
+from bicameral.types import Perform
 
 log = logging.getLogger(__name__)
 
-Perform = Callable[[Action], Awaitable[ActionResult]]
 
 SESSION_KEY_PREFIX = "claude_code.session:"
 # An idle chat's process is stopped after this long (its session is kept and resumed on the next message).
@@ -91,10 +94,10 @@ class ClaudeCodeChamber:
         self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds, clock=clock)
         self._workers: dict[str, ClaudeCodeWorker] = {}
         self._owner_chats: set[str] = set()
-        self._background: set[asyncio.Task] = set()
-        self._reaper: asyncio.Task | None = None
+        self._background: set[asyncio.Future[None]] = set()
+        self._reaper: asyncio.Task[None] | None = None
         self._gave_up = False
-        self._template = resources.files("bicameral.prompts").joinpath("claude_code.md").read_text(encoding="utf-8")
+        self._template = prompts.load("claude_code.md")
 
     # --- TurnHandler ---
 
@@ -135,10 +138,15 @@ class ClaudeCodeChamber:
         return True
 
     async def handle(self, turn: Turn) -> None:
-        if turn.is_owner and turn.batch[-1].is_private:
+        if _owner_dm(turn):
             self._owner_chats.add(turn.chat)
         worker = self._worker(turn)
         ctx = turn.tool_context(self._settings, self._stores)
+        first = self.prompt(turn.batch)
+        budget = self._settings.memory_inject_tokens
+        remembered = await prompt_note(self._stores, ctx.reach, turn.chat, burst_text(turn.batch), budget)
+        if remembered:
+            first = replace(first, text=f"{remembered}\n\n{first.text}")
 
         def drain() -> list[Prompt]:
             batch = turn.drain_injected()
@@ -147,13 +155,13 @@ class ClaudeCodeChamber:
         def undelivered() -> bool:
             return not ctx.sent_message_ids
 
-        outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+        outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
         if outcome.failure is not None and outcome.failure.retry:
             # The stored session could not be reopened: the same turn once more, in a fresh one.
             log.warning("%s: %s; retrying the turn in a fresh session", turn.chat, outcome.failure.kind)
             await worker.reset_session()
             await self._say(turn, outcome.failure.message)
-            outcome = await worker.run_turn(self.prompt(turn.batch), ctx, drain=drain, may_restart=undelivered)
+            outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
         last_text = outcome.final_text
         nudges = 0
         while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:
@@ -175,8 +183,8 @@ class ClaudeCodeChamber:
         failure = outcome.failure
         if failure is not None:
             await self._report(turn, ctx, worker, failure, unfinished=outcome.unfinished)
-        elif outcome.stopped is not None:
-            await self._say(turn, describe_stop(outcome.stopped))
+        elif outcome.stop_reason is not None:
+            await self._say(turn, describe_stop(outcome.stop_reason))
         elif self._dropped_text(outcome, ctx):
             # Still unsent after the nudges: the CLI's own diagnostics get a plain explanation,
             # anything else is the model's answer and is delivered for it.
@@ -206,6 +214,8 @@ class ClaudeCodeChamber:
         if worker is None:
             config = WorkerConfig.from_settings(
                 self._settings,
+                chat=turn.chat,
+                for_owner=_owner_dm(turn),
                 system_prompt=self.system_prompt(turn.batch[0]),
                 tool_groups=self.plugins.tool_groups,
                 base_env=self._base_env,
@@ -290,3 +300,8 @@ class ClaudeCodeChamber:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _owner_dm(turn: Turn) -> bool:
+    """The owner's own chat (a DM or the terminal): the only one whose CLI gets the unlocked tool groups."""
+    return turn.is_owner and turn.batch[-1].is_private

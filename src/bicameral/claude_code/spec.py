@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bicameral.claude_code.stream import preview
+from bicameral.config import child_env_allows, child_process_env
 from bicameral.errors import ForbiddenFlagError
 from bicameral.mcp.plugins import ToolGroups
 from bicameral.redaction import REDACTED, Redactor
@@ -25,7 +27,6 @@ GATED_BUILTINS = tuple(name for names in TOOL_GROUPS.values() for name in names)
 FORBIDDEN_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 # `alwaysLoad` on an MCP server entry (our tools always in context, never behind ToolSearch) needs this.
 MIN_VERSION = (2, 1, 121)
-_FORBIDDEN_MODES = ("bypassPermissions",)
 
 
 @dataclass(frozen=True)
@@ -54,14 +55,14 @@ class LaunchOptions:
     model: str
     effort: str
     cwd: Path
-    mcp: McpEndpoint
-    mcp_config_path: Path
+    home: Path  # the CLI's private HOME; its config dir (settings, sessions) is `<home>/.claude`
     system_prompt: str = ""
-    tool_groups: ToolGroups = ToolGroups()
+    tool_groups: ToolGroups = field(default_factory=ToolGroups)
     base_env: Mapping[str, str] = field(default_factory=dict)
     api_key: str | None = None
     base_url: str | None = None
     oauth_token: str | None = None
+    proxy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,19 @@ def denied_builtins(groups: ToolGroups) -> tuple[str, ...]:
 
 
 def child_env(
-    base: Mapping[str, str], *, api_key: str | None, base_url: str | None, oauth_token: str | None
+    base: Mapping[str, str],
+    *,
+    home: Path,
+    api_key: str | None,
+    base_url: str | None,
+    oauth_token: str | None,
+    proxy: str | None = None,
 ) -> dict[str, str]:
-    """The child's environment: the inherited base, credentials only from Settings, no bypass switches."""
-    env = {k: v for k, v in base.items() if not k.startswith("ANTHROPIC_") and "DANGEROUSLY" not in k}
-    env.pop("CLAUDE_CODE_OAUTH_TOKEN", None)
-    # With neither an API key nor a token the CLI falls back to its own login (a subscription).
+    """The child's environment: the allowed part of `base`, its private home, and what Settings hand it."""
+    env = child_process_env(base)
+    env["HOME"] = str(home)
+    env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+    # With neither an API key nor a token the CLI falls back to a login stored in its (private) config dir.
     if api_key:
         env["ANTHROPIC_API_KEY"] = api_key
     if oauth_token:
@@ -117,18 +125,21 @@ def child_env(
         env["ANTHROPIC_BASE_URL"] = base_url
         # A proxy or test server cannot answer telemetry, update and title calls.
         env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+    if proxy:
+        env["HTTPS_PROXY"] = env["HTTP_PROXY"] = proxy
     return env
 
 
 def build_spec(
     options: LaunchOptions,
     *,
+    mcp: McpEndpoint,
+    mcp_config_path: Path,
     session_id: str,
     resume: bool,
     extra_args: Sequence[str] = (),
 ) -> SpawnSpec:
     """The argv for a long-lived stream-json worker; `resume` continues `session_id`, else it is created."""
-    refuse_bypass(extra_args)
     groups = options.tool_groups
     argv = [
         options.binary,
@@ -140,13 +151,15 @@ def build_spec(
         "--replay-user-messages",
         "--model", options.model,
         "--effort", options.effort,
-        "--mcp-config", str(options.mcp_config_path),
+        "--mcp-config", str(mcp_config_path),
         "--strict-mcp-config",
         # --tools limits which built-ins exist at all; the allow and deny lists then settle permissions.
         "--tools", ",".join(allowed_builtins(groups)),
         "--allowedTools", ",".join((MCP_NAMESPACE, *allowed_builtins(groups))),
         # Nobody answers permission prompts: anything not allowed above is denied, never left waiting.
         "--permission-prompts", "none",
+        # No settings file is read (user, project or local): none of their hooks, permissions or env apply.
+        "--setting-sources", "",
     ]
     denied = denied_builtins(groups)
     if denied:
@@ -155,16 +168,23 @@ def build_spec(
     if options.system_prompt:
         argv += ["--append-system-prompt", options.system_prompt]
     argv += list(extra_args)
-    env = child_env(options.base_env, api_key=options.api_key, base_url=options.base_url, oauth_token=options.oauth_token)
+    env = child_env(
+        options.base_env,
+        home=options.home,
+        api_key=options.api_key,
+        base_url=options.base_url,
+        oauth_token=options.oauth_token,
+        proxy=options.proxy,
+    )
     spec = SpawnSpec(
         argv=tuple(argv),
         env=env,
         cwd=options.cwd,
         session_id=session_id,
         resume=resume,
-        files={options.mcp_config_path: options.mcp.config()},
+        files={mcp_config_path: mcp.config()},
     )
-    assert_safe(spec)
+    assert_safe(spec, groups)
     return spec
 
 
@@ -178,22 +198,73 @@ def too_old(version: tuple[int, int, int] | None) -> bool:
     return version is not None and version < MIN_VERSION
 
 
-def refuse_bypass(args: Sequence[str]) -> None:
-    """Raise if the arguments would switch off the CLI's permission checks."""
-    args = list(args)
-    for index, arg in enumerate(args):
-        flag = arg.split("=", 1)[0]
-        if flag in FORBIDDEN_FLAGS:
-            raise ForbiddenFlagError(f"{flag} is refused: the executor never bypasses permission checks")
-        if flag == "--permission-mode":
-            value = arg.split("=", 1)[1] if "=" in arg else (args[index + 1] if index + 1 < len(args) else "")
-            if value in _FORBIDDEN_MODES:
-                raise ForbiddenFlagError(f"--permission-mode {value} is refused: it bypasses permission checks")
-
-
-def assert_safe(spec: SpawnSpec) -> None:
-    """The spawn-time check: no bypass flag in argv, no bypass switch in the environment."""
-    refuse_bypass(spec.argv)
-    for key, value in spec.env.items():
-        if "DANGEROUSLY" in key and value:
+def assert_safe(spec: SpawnSpec, groups: ToolGroups) -> None:
+    """The spawn-time check: every argv entry and environment variable is one we mean to pass."""
+    check_argv(spec.argv, groups)
+    for key in spec.env:
+        if "DANGEROUSLY" in key or not (key in _ENV_SET_BY_US or child_env_allows(key)):
             raise ForbiddenFlagError(f"{key} is refused in the executor's environment")
+
+
+def check_argv(argv: Sequence[str], groups: ToolGroups) -> None:
+    """Raise unless argv is the binary followed only by allowed flags, each once, with allowed values."""
+    rules = _value_rules(groups)
+    seen: set[str] = set()
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        name = arg.split("=", 1)[0]
+        if name in FORBIDDEN_FLAGS or "bypassPermissions" in arg:
+            raise ForbiddenFlagError(f"{preview(arg)} is refused: the executor never bypasses permission checks")
+        if arg in seen:
+            raise ForbiddenFlagError(f"{arg} is refused: it is given twice")
+        if arg in _SWITCHES:
+            seen.add(arg)
+            index += 1
+            continue
+        rule = rules.get(arg)
+        if rule is None:
+            raise ForbiddenFlagError(f"{preview(arg)} is refused: not an argument the executor passes to the CLI")
+        value = argv[index + 1] if index + 1 < len(argv) else None
+        if value is None or not rule(value):
+            raise ForbiddenFlagError(f"{arg} {preview(repr(value))} is refused: not a value the executor passes")
+        seen.add(arg)
+        index += 2
+    if {"--resume", "--session-id"} <= seen:
+        raise ForbiddenFlagError("--resume and --session-id are refused together")
+
+
+_SWITCHES = frozenset({"--print", "--verbose", "--replay-user-messages", "--strict-mcp-config"})
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\[\]-]*")
+_EFFORTS = frozenset({"low", "medium", "high", "max"})
+# What `child_env` sets itself; everything else must be inheritable by the config allowlist.
+_ENV_SET_BY_US = frozenset(
+    "HOME CLAUDE_CONFIG_DIR ANTHROPIC_API_KEY CLAUDE_CODE_OAUTH_TOKEN ANTHROPIC_BASE_URL "
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC HTTPS_PROXY HTTP_PROXY".split()
+)
+
+
+def _names(value: str) -> set[str]:
+    return set(value.split(","))
+
+
+def _value_rules(groups: ToolGroups) -> dict[str, Callable[[str], bool]]:
+    """Each flag that takes a value, with the values it may take for a worker with these tool groups."""
+    allowed = set(allowed_builtins(groups))
+    return {
+        "--input-format": lambda v: v == "stream-json",
+        "--output-format": lambda v: v == "stream-json",
+        "--model": lambda v: _MODEL.fullmatch(v) is not None,
+        "--effort": lambda v: v in _EFFORTS,
+        # Our own config file only: an inline JSON document or a second server is refused.
+        "--mcp-config": lambda v: v.endswith(".json") and Path(v).is_absolute(),
+        "--tools": lambda v: _names(v) <= allowed,
+        "--allowedTools": lambda v: _names(v) <= allowed | {MCP_NAMESPACE},
+        "--disallowedTools": lambda v: _names(v) <= set(GATED_BUILTINS),
+        "--permission-prompts": lambda v: v == "none",
+        "--setting-sources": lambda v: v == "",
+        "--session-id": lambda v: _UUID.fullmatch(v) is not None,
+        "--resume": lambda v: _UUID.fullmatch(v) is not None,
+        "--append-system-prompt": lambda v: True,
+    }

@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 log = logging.getLogger(__name__)
 _PREVIEW = 200
@@ -102,9 +102,9 @@ class Other:
     subtype: str = ""
 
 
-StreamEvent = Union[
-    Init, AssistantText, ToolUse, ToolResult, UserReplay, ApiRetry, Result, ControlRequest, ControlResponse, Other
-]
+StreamEvent = (
+    Init | AssistantText | ToolUse | ToolResult | UserReplay | ApiRetry | Result | ControlRequest | ControlResponse | Other
+)
 
 
 def parse_line(line: str | bytes) -> list[StreamEvent]:
@@ -117,15 +117,15 @@ def parse_line(line: str | bytes) -> list[StreamEvent]:
     try:
         obj = json.loads(line)
     except ValueError:
-        log.warning("skipped a malformed stream-json line: %s", _preview(line))
+        log.warning("skipped a malformed stream-json line: %s", preview(line, _PREVIEW))
         return []
     if not isinstance(obj, dict):
-        log.warning("skipped a stream-json line that is not an object: %s", _preview(line))
+        log.warning("skipped a stream-json line that is not an object: %s", preview(line, _PREVIEW))
         return []
     try:
         return _parse(obj)
     except (TypeError, ValueError, AttributeError) as exc:
-        log.warning("skipped a stream-json event with an unexpected shape (%s): %s", exc, _preview(line))
+        log.warning("skipped a stream-json event with an unexpected shape (%s): %s", exc, preview(line, _PREVIEW))
         return []
 
 
@@ -167,10 +167,10 @@ def _parse(obj: dict[str, Any]) -> list[StreamEvent]:
             )
         ]
     if kind == "control_request":
-        request = obj.get("request") if isinstance(obj.get("request"), dict) else {}
+        request = _dict(obj.get("request"))
         return [ControlRequest(request_id=_str(obj.get("request_id")), subtype=_str(request.get("subtype")))]
     if kind == "control_response":
-        response = obj.get("response") if isinstance(obj.get("response"), dict) else {}
+        response = _dict(obj.get("response"))
         return [
             ControlResponse(
                 request_id=_str(response.get("request_id")),
@@ -179,13 +179,13 @@ def _parse(obj: dict[str, Any]) -> list[StreamEvent]:
             )
         ]
     if not kind:
-        log.warning("skipped a stream-json event without a type: %s", _preview(json.dumps(obj)))
+        log.warning("skipped a stream-json event without a type: %s", preview(json.dumps(obj), _PREVIEW))
         return []
     return [Other(type=kind, subtype=subtype)]
 
 
 def _assistant(obj: dict[str, Any]) -> list[StreamEvent]:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    message = _dict(obj.get("message"))
     sub = obj.get("parent_tool_use_id") is not None
     synthetic = message.get("model") == "<synthetic>"
     events: list[StreamEvent] = []
@@ -195,13 +195,13 @@ def _assistant(obj: dict[str, Any]) -> list[StreamEvent]:
         if block.get("type") == "text" and _str(block.get("text")):
             events.append(AssistantText(_str(block.get("text")), _str(obj.get("session_id")), synthetic, sub))
         elif block.get("type") == "tool_use":
-            args = block.get("input") if isinstance(block.get("input"), dict) else {}
+            args = _dict(block.get("input"))
             events.append(ToolUse(_str(block.get("id")), _str(block.get("name")), args, sub))
     return events
 
 
 def _user(obj: dict[str, Any]) -> list[StreamEvent]:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    message = _dict(obj.get("message"))
     content = message.get("content")
     if obj.get("isReplay"):
         return [UserReplay(uuid=_str(obj.get("uuid")), text=content_text(content), session_id=_str(obj.get("session_id")))]
@@ -254,9 +254,15 @@ def _opt_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _preview(text: str) -> str:
-    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+def preview(text: str, limit: int = 160) -> str:
+    """One line of at most `limit` characters, for log lines."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # it ships no type stubs
 
 from bicameral.claude_code.capture import META_SUFFIX, STREAM_SUFFIX
 from bicameral.claude_code.stream import (
@@ -188,7 +189,7 @@ def _cut(text: str, max_chars: int) -> str:
     return flat if max_chars <= 0 or len(flat) <= max_chars else flat[: max_chars - 1] + "…"
 
 
-def _meta(path: Path) -> dict:
+def _meta(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

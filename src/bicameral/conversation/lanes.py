@@ -6,19 +6,20 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bicameral.config import Settings
+from bicameral.conversation.memory import command_reach, forget_command, memory_command
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn, TurnHandler
 from bicameral.events import Action, ActionResult, Inbound, SendText, Typing, is_owner
 from bicameral.failures import failure_detail, failure_sentence
+from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
+from bicameral.types import Sleep
 
 log = logging.getLogger(__name__)
 
-Sleep = Callable[[float], Awaitable[None]]
 _STOP_GRACE_SECONDS = 0.8
 
 
@@ -50,6 +51,7 @@ class Conversation:
         lanes_per_user_in_groups: bool = False,
         typing_in_groups: bool = True,
         sleep: Sleep = asyncio.sleep,
+        stores: Stores | None = None,
     ) -> None:
         self._settings = settings
         self._handler = handler
@@ -62,6 +64,7 @@ class Conversation:
         self._slots = asyncio.Semaphore(settings.max_concurrent_turns)
         self._closing = False
         self._replies: set[asyncio.Task[ActionResult]] = set()
+        self._stores = stores  # for the memory commands
 
     # --- public surface ---
 
@@ -76,6 +79,8 @@ class Conversation:
             await self._stop(lane, inbound)
         elif command == "reset":
             await self._reset(lane, inbound)
+        elif command in ("memory", "forget") and self._stores is not None:
+            await self._memory(inbound, command)
         elif command in ("start", "help"):
             self._messages.mark_consumed([inbound.row_id])
             await self._say(inbound, _greeting(self._settings.bot_name))
@@ -166,6 +171,7 @@ class Conversation:
             perform=perform,
             drain_injected=drain,
             is_owner=is_owner(batch[-1], self._settings.owner_id),
+            personal=batch[-1].is_private or self._lanes_per_user_in_groups,
         )
         # In groups the two-chamber front shows typing only when it is about to send.
         show_typing = batch[-1].is_private or self._typing_in_groups
@@ -256,6 +262,20 @@ class Conversation:
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, "Fresh start: I cleared our conversation. Saved notes and files are kept.")
 
+    async def _memory(self, inbound: Inbound, command: str) -> None:
+        """/memory [stats] and /forget <id or words>: answered at once, never queued behind a turn."""
+        assert self._stores is not None
+        personal = inbound.is_private or self._lanes_per_user_in_groups
+        reach = command_reach(inbound, personal=personal, owner=is_owner(inbound, self._settings.owner_id))
+        argument = inbound.text.split(maxsplit=1)[1] if len(inbound.text.split(maxsplit=1)) > 1 else ""
+        try:
+            text = (memory_command if command == "memory" else forget_command)(self._stores, reach, argument)
+        except Exception:
+            log.exception("/%s failed in %s", command, inbound.chat)
+            text = f"I couldn't do /{command} just now (an error on my side). Please try again."
+        self._messages.mark_consumed([inbound.row_id])
+        await self._say(inbound, text)
+
     async def _cancel_turn(self, lane: _Lane) -> None:
         if lane.busy and lane.turn is not None:
             lane.stop_requested = True
@@ -275,5 +295,6 @@ class Conversation:
 def _greeting(name: str) -> str:
     return (
         f"Hi, I'm {name}. Just write to me like you would to a person.\n\n"
-        "/stop stops what I'm doing · /reset starts our conversation fresh"
+        "/stop stops what I'm doing · /reset starts our conversation fresh\n"
+        "/memory shows what I remember about you · /forget <id or words> deletes it"
     )

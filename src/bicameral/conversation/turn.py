@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from bicameral.events import Action, ActionResult, Inbound
+from bicameral.store.memory_scopes import Reach, reach_for
 from bicameral.tools.base import ToolContext
 
 if TYPE_CHECKING:
@@ -24,6 +25,20 @@ class Turn:
     # Messages that arrived since the turn started; calling it hands them to the turn.
     drain_injected: Callable[[], list[Inbound]]
     is_owner: bool = False
+    # The lane belongs to one person (a DM, or their own lane of a group), so their private memory may be used.
+    personal: bool = False
+
+    @property
+    def reach(self) -> Reach:
+        last = self.batch[-1]
+        return reach_for(
+            self.chat,
+            channel=last.channel,
+            sender_id=last.sender.id,
+            private=last.is_private,
+            own_lane=self.personal,
+            owner=self.is_owner,
+        )
 
     @property
     def reply_anchor(self) -> str | None:
@@ -40,11 +55,12 @@ class Turn:
         return ToolContext(
             chat=self.chat,
             turn_id=self.turn_id,
-            settings=settings,
+            data_dir=settings.data_dir,
             perform=self.perform,
             stores=stores,
             message_ids=tuple(i.message_id for i in self.batch),
             is_owner=self.is_owner,
+            reach=self.reach,
         )
 
 

@@ -9,11 +9,13 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from importlib import resources
 
+from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks
+from bicameral.conversation.extraction import FactExtractor
+from bicameral.conversation.memory import memory_blocks
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn
 from bicameral.failures import failure_sentence
@@ -73,7 +75,8 @@ class FrontChamber:
             max_attempts=settings.task_max_attempts,
             retry_delay=settings.task_retry_delay_seconds,
         )
-        self._template = resources.files("bicameral.prompts").joinpath("front.md").read_text(encoding="utf-8")
+        self._template = prompts.load("front.md")
+        self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
         self._followups: dict[str, asyncio.Task] = {}
         self._notes_loop: asyncio.Task | None = None
         self._last_note: dict[str, float] = {}
@@ -93,6 +96,8 @@ class FrontChamber:
                 task.cancel()
         await self.bus.close()
         await self._executor.stop()
+        if self._extractor is not None:
+            await self._extractor.close()
 
     async def finish(self) -> None:
         """Let running tasks end and their results be written (the input ended; the app stops next)."""
@@ -111,7 +116,8 @@ class FrontChamber:
         # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
         system = self._template.format(bot_name=self._settings.bot_name)
         situation = TextBlock(text=f"<situation>\n{self._context(turn)}\n</situation>")
-        user = Message(role="user", content=[situation, *content_blocks(turn.batch)])
+        remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
+        user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch)])
         try:
             completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
         except ModelError as exc:
@@ -126,6 +132,8 @@ class FrontChamber:
         if text and not actions.replied:
             await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, thread_id=turn.thread_id, turn=turn.turn_id)
         await self._deliver_waiting(turn.chat)
+        if self._extractor is not None:
+            self._extractor.schedule(turn.reach, turn.batch, text)  # in the background, after the answer
 
     # --- task events: the only source of what the user hears about work ---
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -23,6 +24,9 @@ from bicameral.store.messages import IGNORED, PENDING
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
+
+# A full disk or a database error: the message was not stored and must be offered again.
+STORAGE_ERRORS = (sqlite3.Error, OSError)
 
 PRIVATE_NOTICE = "This is a private assistant. Please contact its owner if you'd like access."
 RATE_NOTICE = "You're sending messages faster than I can read them. I'll pick up again in a minute."
@@ -62,17 +66,24 @@ class Gate:
 
     async def __call__(self, batch: Sequence[Inbound]) -> None:
         accepted: list[Inbound] = []
-        for inbound in batch:
-            try:
-                ready = await self._admit(inbound)
-            except Exception:
-                # One poisoned message must not block the batch (or the offset) for everyone else.
-                log.exception("gate failed on %s m%s; skipped", inbound.chat, inbound.message_id)
-                continue
-            if ready is not None:
-                accepted.append(ready)
-        for inbound in accepted:
-            await self._forward(inbound)
+        try:
+            for inbound in batch:
+                try:
+                    ready = await self._admit(inbound)
+                except STORAGE_ERRORS:
+                    # Not stored, so not acknowledged: the channel offers the batch again, and the messages
+                    # stored before this one come back as duplicates and are ignored.
+                    log.error("could not store %s m%s; the batch will be offered again", inbound.chat, inbound.message_id)
+                    raise
+                except Exception:
+                    # One poisoned message must not block the batch (or the offset) for everyone else.
+                    log.exception("gate failed on %s m%s; skipped", inbound.chat, inbound.message_id)
+                    continue
+                if ready is not None:
+                    accepted.append(ready)
+        finally:
+            for inbound in accepted:
+                await self._forward(inbound)
 
     async def _admit(self, inbound: Inbound) -> Inbound | None:
         inbound = self._clean(inbound)
@@ -88,6 +99,10 @@ class Gate:
                 if verdict is Verdict.WARN:
                     reply_to = None if inbound.is_private else inbound.message_id
                     self._notify(SendText(inbound.chat, notice, reply_to=reply_to, thread_id=inbound.thread_id))
+        if inbound.attachment_refs:
+            # Only now, with the sender admitted, is anything downloaded (refused senders' files never are).
+            channel = self._router.channel_for(inbound.chat)
+            inbound = await channel.fetch_attachments(inbound) if channel else dataclasses.replace(inbound, attachment_refs=())
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)

@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,8 @@ class ToolBinding:
     on_activity: Callable[[bool], None] = lambda started: None
     # Descriptions that read differently for this caller (e.g. "this is how every answer reaches the user").
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    # The caller serves the owner's own chat: owner-only tools are listed (each call is still checked).
+    is_owner: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class _QuietUvicorn(uvicorn.Server):
     """uvicorn embedded in our loop: signals belong to the application, not to this server."""
 
     @contextlib.contextmanager
-    def capture_signals(self):  # type: ignore[override]
+    def capture_signals(self) -> Iterator[None]:
         yield
 
 
@@ -59,7 +61,7 @@ class McpToolServer:
         self._host = host
         self._bindings: dict[str, ToolBinding] = {}
         self._server: _QuietUvicorn | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._url: str | None = None
 
     @property
@@ -121,7 +123,7 @@ class McpToolServer:
                     description=binding.descriptions.get(spec.name, spec.description),
                     input_schema=spec.input_schema,
                 )
-                for spec in binding.registry.specs()
+                for spec in binding.registry.specs(is_owner=binding.is_owner)
             ]
         )
 
@@ -143,7 +145,7 @@ class McpToolServer:
         """Refuse HTTP requests whose bearer token is not bound, before they reach MCP."""
         bindings = self._bindings
 
-        async def guarded(scope: dict, receive: Any, send: Any) -> None:
+        async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["type"] == "http":
                 headers = dict(scope.get("headers") or [])
                 token = _bearer(headers.get(b"authorization", b"").decode("latin-1"))

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx2
 
 from bicameral.models.base import (
     ImageBlock,
@@ -26,96 +25,57 @@ from bicameral.models.base import (
     parse_tool_input,
     read_image,
 )
-from bicameral.redaction import Redactor
+from bicameral.models.remote import RemoteModel
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 _EPHEMERAL = {"type": "ephemeral"}
-# Only proxies/gateways run without a key; the SDK still wants one to build its headers.
-_PLACEHOLDER_KEY = "not-needed"
 
 
-class AnthropicModel:
+class AnthropicModel(RemoteModel[anthropic.AsyncAnthropic]):
     """A Claude model behind the Messages API (or a compatible gateway)."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        max_retries: int,
-        timeout: float,
-        data_dir: Path,
-        http_client: httpx2.AsyncClient | None = None,
-    ) -> None:
-        self.name = f"anthropic:{model}"
-        self.model = model
-        self.data_dir = Path(data_dir)
-        self._api_key = api_key
-        self._base_url = base_url
-        self._max_retries = max_retries
-        self._timeout = timeout
-        self._http_client = http_client
-        self._client: anthropic.AsyncAnthropic | None = None
+    default_base_url = DEFAULT_BASE_URL
+    provider = "anthropic"
+    service = "Anthropic"
+    key_setting = "ANTHROPIC_API_KEY"
+    missing_key = f"{key_setting} is not set; add it to .env or the environment (or point ANTHROPIC_BASE_URL at a gateway)"
+    sdk_timeout = anthropic.APITimeoutError
+    sdk_unreachable = anthropic.APIConnectionError
+    sdk_errors = anthropic.AnthropicError
 
-    async def stream(
-        self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    def _new_client(self, **options: Any) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(**options)
+
+    async def _stream(
+        self,
+        client: anthropic.AsyncAnthropic,
+        system: str,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        max_tokens: int,
     ) -> AsyncIterator[ModelEvent]:
-        """One completion as a stream of events; raises ModelError on failure."""
-        client = self._get_client()
         params = build_request(system, messages, tools, self.data_dir)
         reader = _StreamReader()
-        try:
-            response = await client.messages.create(
-                model=self.model, max_tokens=max_tokens, stream=True, **params
-            )
-            async with response:
-                async for event in response:
-                    for out in reader.feed(event):
-                        yield out
-        except anthropic.APIError as err:
-            raise _model_error(err, self._secrets(), self._timeout) from None
-        except anthropic.AnthropicError as err:
-            # e.g. CredentialsError: raised before any request is sent.
-            raise ModelError("auth", Redactor(self._secrets())(f"Anthropic client error: {err}")) from None
-        except httpx2.TimeoutException:
-            raise ModelError("timeout", _timeout_text(self._timeout), retryable=True) from None
-        except httpx2.TransportError as err:
-            # The SDK wraps connect failures, but a connection dropped mid-stream surfaces raw.
-            text = Redactor(self._secrets())(f"lost the connection to Anthropic mid-reply: {err}")
-            raise ModelError("connection", text, retryable=True) from None
+        response = await client.messages.create(model=self.model, max_tokens=max_tokens, stream=True, **params)
+        async with response:
+            self.expect_event_stream(response.response)
+            async for event in response:
+                for out in reader.feed(event):
+                    yield out
         if not reader.finished:
             # A stream cut off without an error event must not pass for a complete reply.
-            raise ModelError("connection", "the Anthropic stream ended before the reply was complete", retryable=True)
+            raise self.error("connection", "the Anthropic stream ended before the reply was complete")
 
-    async def aclose(self) -> None:
-        """Release the HTTP connection pool (a shared `http_client` is left to its owner)."""
-        if self._client is not None and self._http_client is None:
-            await self._client.close()
-        self._client = None
-
-    # --- private ---
-
-    def _get_client(self) -> anthropic.AsyncAnthropic:
-        if self._client is None:
-            if not self._api_key and not self._base_url:
-                raise ModelError(
-                    "auth",
-                    "ANTHROPIC_API_KEY is not set; add it to .env or the environment "
-                    "(or point ANTHROPIC_BASE_URL at a gateway)",
-                )
-            # Everything is passed explicitly so the SDK never falls back to env vars or profiles.
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self._api_key or _PLACEHOLDER_KEY,
-                base_url=self._base_url or DEFAULT_BASE_URL,
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-                http_client=self._http_client,
+    def _sdk_error(self, err: Exception) -> ModelError:
+        if isinstance(err, anthropic.APIStatusError):
+            detail = err.api_message or (err.body if isinstance(err.body, str) else None) or ""
+            return self.status_error(
+                err.status_code, detail, overloaded=err.type == "overloaded_error", body_kind=_BODY_KINDS.get(err.type or "")
             )
-        return self._client
-
-    def _secrets(self) -> list[str]:
-        return [self._api_key] if self._api_key else []
+        if isinstance(err, anthropic.APIError):
+            return self.error("server", f"unexpected Anthropic response: {err.message}")
+        # e.g. CredentialsError: raised before any request is sent.
+        return self.error("auth", f"Anthropic client error: {err}")
 
 
 def build_request(
@@ -151,10 +111,10 @@ def _convert_messages(messages: list[Message], data_dir: Path) -> list[dict[str,
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": message.role, "content": blocks})
-    for message in out:
-        if message["role"] == "user":
+    for turn in out:
+        if turn["role"] == "user":
             # tool_result blocks must lead a user turn; merging can put text before them.
-            message["content"].sort(key=lambda b: b["type"] != "tool_result")
+            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
     return out
 
 
@@ -258,50 +218,3 @@ _BODY_KINDS = {
     "api_error": "server",
     "timeout_error": "timeout",
 }
-_RETRYABLE = {"rate_limit", "overloaded", "server", "connection", "timeout"}
-_HEADLINES = {
-    "rate_limit": "Anthropic rate limit reached",
-    "overloaded": "Anthropic is overloaded",
-    "auth": "Anthropic rejected the credentials",
-    "bad_request": "Anthropic rejected the request",
-    "server": "Anthropic had a server error",
-    "timeout": "Anthropic timed out",
-}
-
-
-def _model_error(err: anthropic.APIError, secrets: list[str], timeout: float) -> ModelError:
-    if isinstance(err, anthropic.APITimeoutError):
-        return ModelError("timeout", _timeout_text(timeout), retryable=True)
-    if isinstance(err, anthropic.APIConnectionError):
-        return ModelError("connection", "could not connect to the Anthropic API", retryable=True)
-    if not isinstance(err, anthropic.APIStatusError):
-        return ModelError("server", Redactor(secrets)(f"unexpected Anthropic response: {err.message}"))
-    kind = _status_kind(err)
-    # An error event mid-stream arrives on a 200 response; its body type is then the only clue.
-    status = f"HTTP {err.status_code}" if err.status_code != 200 else "mid-stream"
-    detail = (err.api_message or (err.body if isinstance(err.body, str) else None) or "")[:300]
-    text = f"{_HEADLINES[kind]} ({status})" + (f": {detail}" if detail else "")
-    if kind == "auth":
-        text += "; check ANTHROPIC_API_KEY"
-    return ModelError(kind, Redactor(secrets)(text), retryable=kind in _RETRYABLE)
-
-
-def _status_kind(err: anthropic.APIStatusError) -> str:
-    code = err.status_code
-    if code == 529 or err.type == "overloaded_error":
-        return "overloaded"
-    if isinstance(err, anthropic.RateLimitError) or code == 429:
-        return "rate_limit"
-    if isinstance(err, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
-        return "auth"
-    if isinstance(err, anthropic.BadRequestError):
-        return "bad_request"
-    if code >= 500:
-        return "server"
-    if err.type in _BODY_KINDS:
-        return _BODY_KINDS[err.type]
-    return "bad_request" if 400 <= code < 500 else "server"
-
-
-def _timeout_text(timeout: float) -> str:
-    return f"Anthropic did not answer within {timeout:g}s"

@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal, Protocol, Union
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -30,7 +30,7 @@ class ToolUseBlock(BaseModel):
     type: Literal["tool_use"] = "tool_use"
     id: str
     name: str
-    input: dict
+    input: dict[str, Any]
 
 
 class ToolResultBlock(BaseModel):
@@ -71,7 +71,7 @@ MESSAGES = TypeAdapter(list[Message])
 class ToolSpec:
     name: str
     description: str
-    input_schema: dict
+    input_schema: dict[str, Any]
 
 
 # --- stream events ---
@@ -86,7 +86,7 @@ class TextDelta:
 class ToolCall:
     id: str
     name: str
-    input: dict
+    input: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Stop:
     reason: str  # end_turn | tool_use | max_tokens | ...
 
 
-ModelEvent = Union[TextDelta, ToolCall, Usage, Stop]
+ModelEvent = TextDelta | ToolCall | Usage | Stop
 
 
 class ModelError(Exception):
@@ -142,7 +142,7 @@ class Completion:
     stop_reason: str = "end_turn"
 
     def as_message(self) -> Message:
-        content: list = [TextBlock(text=self.text)] if self.text else []
+        content: list[Block] = [TextBlock(text=self.text)] if self.text else []
         content += [ToolUseBlock(id=c.id, name=c.name, input=c.input) for c in self.tool_calls]
         return Message(role="assistant", content=content or [TextBlock(text="")])
 
@@ -182,7 +182,7 @@ def read_image(data_dir: Path, path: str) -> bytes | None:
         return None
 
 
-def parse_tool_input(raw: str) -> dict:
+def parse_tool_input(raw: str) -> dict[str, Any]:
     """Streamed tool arguments as a dict; unparseable text is kept under `_raw` for the runner to report."""
     if not raw.strip():
         return {}

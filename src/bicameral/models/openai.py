@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import openai
 
 from bicameral.models.base import (
@@ -27,94 +26,61 @@ from bicameral.models.base import (
     parse_tool_input,
     read_image,
 )
-from bicameral.redaction import Redactor
+from bicameral.models.remote import RemoteModel
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK refuses to run without one.
-_PLACEHOLDER_KEY = "not-needed"
 _STOP_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end_turn", "length": "max_tokens"}
 
 
-class OpenAIModel:
+class OpenAIModel(RemoteModel[openai.AsyncOpenAI]):
     """A chat model behind `/chat/completions`."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        max_retries: int,
-        timeout: float,
-        data_dir: Path,
-        http_client: httpx2.AsyncClient | None = None,
-    ) -> None:
-        self.name = f"openai:{model}"
-        self.model = model
-        self.data_dir = Path(data_dir)
-        self._api_key = api_key
-        self._base_url = base_url
-        self._max_retries = max_retries
-        self._timeout = timeout
-        self._http_client = http_client
-        self._client: openai.AsyncOpenAI | None = None
+    default_base_url = DEFAULT_BASE_URL
+    provider = "openai"
+    service = "the OpenAI endpoint"
+    key_setting = "OPENAI_API_KEY"
+    missing_key = (
+        f"{key_setting} is not set; add it to .env or the environment "
+        "(or set OPENAI_BASE_URL for a local OpenAI-compatible server)"
+    )
+    sdk_timeout = openai.APITimeoutError
+    sdk_unreachable = openai.APIConnectionError
+    sdk_errors = openai.OpenAIError
 
-    async def stream(
-        self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    def _new_client(self, **options: Any) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(**options)
+
+    async def _stream(
+        self, client: openai.AsyncOpenAI, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
     ) -> AsyncIterator[ModelEvent]:
-        """One completion as a stream of events; raises ModelError on failure."""
-        client = self._get_client()
         params = build_request(system, messages, tools, self.data_dir)
         # Official OpenAI reasoning models reject `max_tokens`; older compatible servers only know it.
-        official = not self._base_url or "api.openai.com" in self._base_url
+        official = not self.base_url or "api.openai.com" in self.base_url
         params["max_completion_tokens" if official else "max_tokens"] = max_tokens
         reader = _StreamReader()
-        try:
-            response = await client.chat.completions.create(
-                model=self.model, stream=True, stream_options={"include_usage": True}, **params
-            )
-            async with response:
-                async for chunk in response:
-                    for out in reader.feed(chunk):
-                        yield out
-        except openai.APIError as err:
-            raise _model_error(err, self._secrets(), self._timeout) from None
-        except httpx2.TimeoutException:
-            raise ModelError("timeout", _timeout_text(self._timeout), retryable=True) from None
-        except httpx2.TransportError as err:
-            text = Redactor(self._secrets())(f"lost the connection to the OpenAI endpoint mid-reply: {err}")
-            raise ModelError("connection", text, retryable=True) from None
+        response = await client.chat.completions.create(
+            model=self.model, stream=True, stream_options={"include_usage": True}, **params
+        )
+        async with response:
+            self.expect_event_stream(response.response)
+            async for chunk in response:
+                for out in reader.feed(chunk):
+                    yield out
+        if not reader.answered:
+            raise self.error("server", "the OpenAI endpoint sent a reply without any choices")
+        if reader.finish_reason is None:
+            # A stream closed without its final chunk must not pass for a complete reply.
+            raise self.error("connection", "the OpenAI stream ended before the reply was complete")
         for out in reader.finish():
             yield out
 
-    async def aclose(self) -> None:
-        """Release the HTTP connection pool (a shared `http_client` is left to its owner)."""
-        if self._client is not None and self._http_client is None:
-            await self._client.close()
-        self._client = None
-
-    # --- private ---
-
-    def _get_client(self) -> openai.AsyncOpenAI:
-        if self._client is None:
-            if not self._api_key and not self._base_url:
-                raise ModelError(
-                    "auth",
-                    "OPENAI_API_KEY is not set; add it to .env or the environment "
-                    "(or set OPENAI_BASE_URL for a local OpenAI-compatible server)",
-                )
-            # Everything is passed explicitly so the SDK never falls back to env vars.
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key or _PLACEHOLDER_KEY,
-                base_url=self._base_url or DEFAULT_BASE_URL,
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-                http_client=self._http_client,
-            )
-        return self._client
-
-    def _secrets(self) -> list[str]:
-        return [self._api_key] if self._api_key else []
+    def _sdk_error(self, err: Exception) -> ModelError:
+        if isinstance(err, openai.APIError):
+            overloaded = "overloaded" in f"{err.type or ''} {err.code or ''}"
+            # Without a status it was an error object inside an otherwise successful (200) stream.
+            status = err.status_code if isinstance(err, openai.APIStatusError) else 200
+            return self.status_error(status, _detail(err), overloaded=overloaded)
+        return self.error("auth", f"OpenAI client error: {err}")
 
 
 def build_request(
@@ -198,7 +164,8 @@ class _StreamReader:
     def __init__(self) -> None:
         self._calls: dict[int, dict[str, Any]] = {}
         self._usage: Usage | None = None
-        self._finish_reason: str | None = None
+        self.finish_reason: str | None = None
+        self.answered = False  # a chunk carried a choice: a stream of none is no reply at all
 
     def feed(self, chunk: Any) -> list[ModelEvent]:
         if chunk.usage is not None:
@@ -207,8 +174,9 @@ class _StreamReader:
         for choice in chunk.choices or []:
             if choice.index != 0:
                 continue
+            self.answered = True
             if choice.finish_reason:
-                self._finish_reason = choice.finish_reason
+                self.finish_reason = choice.finish_reason
             delta = choice.delta
             if delta is None:
                 continue
@@ -233,7 +201,7 @@ class _StreamReader:
             out.append(ToolCall(slot["id"] or f"call_{index}", slot["name"], parse_tool_input(raw)))
         if self._usage is not None:
             out.append(self._usage)
-        reason = _STOP_REASONS.get(self._finish_reason or "stop", self._finish_reason or "end_turn")
+        reason = _STOP_REASONS.get(self.finish_reason or "stop", self.finish_reason or "end_turn")
         # Some compatible servers report "stop" even when the turn ends in tool calls.
         out.append(Stop("tool_use" if self._calls else reason))
         return out
@@ -254,45 +222,6 @@ def _usage(usage: Any) -> Usage:
 
 # --- errors ---
 
-_RETRYABLE = {"rate_limit", "overloaded", "server", "connection", "timeout"}
-_HEADLINES = {
-    "rate_limit": "OpenAI rate limit reached",
-    "overloaded": "the OpenAI endpoint is overloaded",
-    "auth": "the OpenAI endpoint rejected the credentials",
-    "bad_request": "the OpenAI endpoint rejected the request",
-    "server": "the OpenAI endpoint had a server error",
-}
-
-
-def _model_error(err: openai.APIError, secrets: list[str], timeout: float) -> ModelError:
-    if isinstance(err, openai.APITimeoutError):
-        return ModelError("timeout", _timeout_text(timeout), retryable=True)
-    if isinstance(err, openai.APIConnectionError):
-        return ModelError("connection", "could not connect to the OpenAI endpoint", retryable=True)
-    detail = _detail(err)
-    if not isinstance(err, openai.APIStatusError):
-        # An error object inside an otherwise successful stream.
-        text = f"{_HEADLINES['server']} mid-stream" + (f": {detail}" if detail else "")
-        return ModelError("server", Redactor(secrets)(text), retryable=True)
-    kind = _status_kind(err)
-    text = f"{_HEADLINES[kind]} (HTTP {err.status_code})" + (f": {detail}" if detail else "")
-    if kind == "auth":
-        text += "; check OPENAI_API_KEY"
-    return ModelError(kind, Redactor(secrets)(text), retryable=kind in _RETRYABLE)
-
-
-def _status_kind(err: openai.APIStatusError) -> str:
-    code = err.status_code
-    if code == 529 or "overloaded" in f"{err.type or ''} {err.code or ''}":
-        return "overloaded"
-    if isinstance(err, openai.RateLimitError) or code == 429:
-        return "rate_limit"
-    if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return "auth"
-    if code >= 500:
-        return "server"
-    return "bad_request"
-
 
 def _detail(err: openai.APIError) -> str:
     body = err.body
@@ -302,7 +231,3 @@ def _detail(err: openai.APIError) -> str:
         if isinstance(message, str):
             return message[:300]
     return body[:300] if isinstance(body, str) else ""
-
-
-def _timeout_text(timeout: float) -> str:
-    return f"the OpenAI endpoint did not answer within {timeout:g}s"

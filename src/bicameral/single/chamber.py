@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
-from importlib import resources
 
+from bicameral import prompts
 from bicameral.agent.failures import describe_model_error, describe_stop
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
+from bicameral.conversation.compaction import Compactor
 from bicameral.conversation.envelope import content_blocks, envelope
+from bicameral.conversation.extraction import FactExtractor
+from bicameral.conversation.memory import memory_blocks, without_memory
 from bicameral.conversation.turn import Turn
 from bicameral.events import SendText
 from bicameral.models.base import MESSAGES, Message
@@ -25,7 +28,10 @@ class SingleChamber:
         self._settings = settings
         self._stores = stores
         self._runner = runner
-        self._template = resources.files("bicameral.prompts").joinpath("single.md").read_text(encoding="utf-8")
+        self._template = prompts.load("single.md")
+        extractor = FactExtractor(runner.model, stores.memory)
+        self._extractor = extractor if settings.memory_extraction else None
+        self._compactor = Compactor(runner.model, extractor, budget_tokens=settings.session_compact_tokens)
 
     def system_prompt(self, turn: Turn) -> str:
         first = turn.batch[0]
@@ -36,7 +42,9 @@ class SingleChamber:
         """Nothing to acquire: the model client connects lazily."""
 
     async def stop(self) -> None:
-        """Nothing to release: the app closes the models it built."""
+        """Cancel fact extraction still running; the app closes the models it built."""
+        if self._extractor is not None:
+            await self._extractor.close()
 
     def reset(self, chat: str) -> None:
         self._stores.sessions.clear(chat)
@@ -45,9 +53,10 @@ class SingleChamber:
         return False  # all single-mode work lives inside the turn, which the conversation cancels
 
     async def handle(self, turn: Turn) -> None:
-        history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
-        user = Message(role="user", content=content_blocks(turn.batch))
         ctx = turn.tool_context(self._settings, self._stores)
+        history = await self._compactor.compact(MESSAGES.validate_python(self._stores.sessions.load(turn.chat)), ctx.reach)
+        remembered = await memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
+        user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
         transcript = history + [user]
         try:
             result = await self._runner.run(
@@ -61,14 +70,16 @@ class SingleChamber:
             self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])
         else:
             reply = result.text
-            if result.stopped:
-                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stopped)
+            if result.stop_reason:
+                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stop_reason)
             self._save(turn.chat, result.messages)
         if reply:
             await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id))
         elif not ctx.sent_message_ids:
             log.warning("turn %s in %s ended with no text and sent nothing", turn.turn_id, turn.chat)
+        if self._extractor is not None and result.error is None:
+            self._extractor.schedule(ctx.reach, turn.batch, reply)  # after the reply is out: never delays it
 
     def _save(self, chat: str, messages: list[Message]) -> None:
-        stored = prepare_for_storage(messages, self._settings.max_session_messages)
+        stored = prepare_for_storage(without_memory(messages), self._settings.max_session_messages)
         self._stores.sessions.save(chat, MESSAGES.dump_python(stored, mode="json"))

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from bicameral.redaction import scrub
 from bicameral.store.db import Database
+from bicameral.store.instructions import Instructions
 from bicameral.store.kv import KeyValueStore
+from bicameral.store.learnings import Learnings
+from bicameral.store.memory import Memory
 from bicameral.store.messages import MessageStore
 from bicameral.store.outbox import OutboxStore
 from bicameral.store.ratelimits import RateLimitStore
@@ -27,11 +30,19 @@ class Stores:
     ratelimits: RateLimitStore
     kv: KeyValueStore
     outbox: OutboxStore
+    memory: Memory
+    instructions: Instructions
+    learnings: Learnings
     redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
-    def open(cls, path: Path | str, redact: Callable[[str], str] = scrub) -> Stores:
+    def open(
+        cls, path: Path | str, redact: Callable[[str], str] = scrub, committed_memory: Path | None = None
+    ) -> Stores:
+        """The stores of one database; memory and instruction files live beside it (plus, optionally, a
+        read-only committed memory folder)."""
         db = Database(path)
+        beside = Path(path).parent
         return cls(
             db=db,
             messages=MessageStore(db, redact=redact),
@@ -41,6 +52,9 @@ class Stores:
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
             outbox=OutboxStore(db, redact=redact),
+            memory=Memory(db, beside / "memory", committed=committed_memory),
+            instructions=Instructions(beside / "instructions"),
+            learnings=Learnings(beside / "self" / "learnings.md"),
             redact=redact,
         )
 

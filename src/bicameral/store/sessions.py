@@ -5,24 +5,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
+from bicameral.types import Clock
 
 
 class SessionStore:
-    def __init__(
-        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
-    ) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact
 
-    def load(self, chat: str) -> list[dict]:
+    def load(self, chat: str) -> list[dict[str, Any]]:
         row = self._db.query_one("SELECT messages FROM sessions WHERE chat = ?", (chat,))
         return json.loads(row["messages"]) if row else []
 
-    def save(self, chat: str, messages: list[dict]) -> None:
+    def save(self, chat: str, messages: list[dict[str, Any]]) -> None:
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO sessions (chat, messages, updated_at) VALUES (?, ?, ?)

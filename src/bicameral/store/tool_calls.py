@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
+from bicameral.types import Clock
 
 _MAX_STORED = 4000
 
 
 class ToolCallStore:
-    def __init__(
-        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
-    ) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact
@@ -26,7 +26,7 @@ class ToolCallStore:
         chat: str | None,
         turn_id: str | None,
         name: str,
-        args: dict,
+        args: dict[str, Any],
         result: str | None,
         error: str | None,
         duration_ms: float,
@@ -49,7 +49,7 @@ class ToolCallStore:
                 ),
             )
 
-    def recent(self, limit: int = 20, chat: str | None = None) -> list[dict]:
+    def recent(self, limit: int = 20, chat: str | None = None) -> list[dict[str, Any]]:
         if chat is None:
             rows = self._db.query("SELECT * FROM tool_calls ORDER BY id DESC LIMIT ?", (limit,))
         else:

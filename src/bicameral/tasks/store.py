@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any
 
 from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
+from bicameral.types import Clock
 
 _OPEN = ("pending", "running", "paused")
 _REDACTED_FIELDS = ("spec", "context", "result", "error", "label")
 
 
 class TaskStore:
-    def __init__(
-        self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub
-    ) -> None:
+    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact  # model output is scrubbed before it is stored
@@ -40,10 +41,12 @@ class TaskStore:
     def update(self, task_id: str, **fields: object) -> Task:
         fields["updated_at"] = self._clock()
         for name in _REDACTED_FIELDS:
-            if isinstance(fields.get(name), str):
-                fields[name] = self._redact(fields[name])  # type: ignore[arg-type]
-        if isinstance(fields.get("state"), TaskState):
-            fields["state"] = fields["state"].value  # type: ignore[union-attr]
+            value = fields.get(name)
+            if isinstance(value, str):
+                fields[name] = self._redact(value)
+        state = fields.get("state")
+        if isinstance(state, TaskState):
+            fields["state"] = state.value
         assignments = ", ".join(f"{name} = ?" for name in fields)
         with self._db.tx() as conn:
             conn.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*fields.values(), task_id))
@@ -76,7 +79,8 @@ class TaskStore:
         return [_task(row) for row in rows]
 
     def count(self, chat: str) -> int:
-        return int(self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))[0])
+        row = self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))
+        return int(row[0]) if row else 0
 
     # --- events ---
 
@@ -97,7 +101,7 @@ class TaskStore:
 
     # --- checkpoints ---
 
-    def checkpoint(self, task_id: str, reason: str, messages: list[dict]) -> None:
+    def checkpoint(self, task_id: str, reason: str, messages: list[dict[str, Any]]) -> None:
         with self._db.tx() as conn:
             conn.execute(
                 "INSERT INTO task_checkpoints (task_id, reason, messages, ts) VALUES (?, ?, ?, ?)",
@@ -111,18 +115,14 @@ class TaskStore:
                 (task_id, task_id),
             )
 
-    def latest_checkpoint(self, task_id: str) -> list[dict] | None:
+    def latest_checkpoint(self, task_id: str) -> list[dict[str, Any]] | None:
         row = self._db.query_one(
             "SELECT messages FROM task_checkpoints WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,)
         )
         return json.loads(row["messages"]) if row else None
 
-    def checkpoints(self, task_id: str) -> list[tuple[str, list[dict]]]:
-        rows = self._db.query("SELECT reason, messages FROM task_checkpoints WHERE task_id = ? ORDER BY id", (task_id,))
-        return [(row["reason"], json.loads(row["messages"])) for row in rows]
 
-
-def _task(row) -> Task:
+def _task(row: sqlite3.Row) -> Task:
     return Task(
         id=row["id"],
         chat=row["chat"],
@@ -143,5 +143,5 @@ def _task(row) -> Task:
     )
 
 
-def _event(row) -> TaskEvent:
+def _event(row: sqlite3.Row) -> TaskEvent:
     return TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"])

@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from bicameral.events import Action, ActionResult
 
 if TYPE_CHECKING:
-    from bicameral.config import Settings
     from bicameral.store import Stores
+    from bicameral.store.memory_scopes import Reach
+
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
 
 def _utcnow() -> datetime:
@@ -22,17 +26,20 @@ def _utcnow() -> datetime:
 
 @dataclass
 class ToolContext:
-    """What a tool may touch: the current chat, the outbound port, the stores and the clock."""
+    """What a tool may touch: the current chat, the outbound port, the data dir, the stores and the clock."""
 
+    # Only the few values tools use, never the whole Settings (it carries every secret).
     chat: str
     turn_id: str
-    settings: Settings
+    data_dir: Path
     perform: Callable[[Action], Awaitable[ActionResult]]
     stores: Stores | None = None
     now: Callable[[], datetime] = _utcnow
     message_ids: tuple[str, ...] = ()
     is_owner: bool = False
     sent_message_ids: list[str] = field(default_factory=list)
+    # The memory this conversation may use (see store/memory_scopes.py); None: no memory at all.
+    reach: Reach | None = None
 
 
 @dataclass(frozen=True)
@@ -45,14 +52,25 @@ class ToolResult:
         return cls(content=message, is_error=True)
 
 
-class Tool:
-    """Subclass in any module under `bicameral/tools/` and it is registered."""
+class Tool(Generic[ArgsT]):
+    """Subclass in any module under `bicameral/tools/` (as `Tool[ItsArgs]`) and it is registered."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     args_model: ClassVar[type[BaseModel]]
     # Tools that speak to the user directly; the front chamber owns these in bicameral mode.
     messaging: ClassVar[bool] = False
+    # What the tool can reach beyond the chat; either makes it owner-only unless the class says otherwise.
+    reads_files: ClassVar[bool] = False
+    runs_programs: ClassVar[bool] = False
+    # Offered to and run for the owner's turns only (the registry enforces it). Declare it on the class to
+    # override the default; a subclass that does not declare it gets the default from its own flags.
+    owner_only: ClassVar[bool] = False
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "owner_only" not in cls.__dict__:
+            cls.owner_only = cls.reads_files or cls.runs_programs
+
+    async def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -13,7 +13,7 @@ class NowArgs(BaseModel):
     timezone: str = Field(default="UTC", max_length=64, description="IANA zone such as Europe/Berlin.")
 
 
-class CurrentTime(Tool):
+class CurrentTime(Tool[NowArgs]):
     name = "current_time"
     description = "The current date and time, in UTC or a given IANA time zone."
     args_model = NowArgs

@@ -33,7 +33,7 @@ class ReactArgs(BaseModel):
     emoji: str = Field(default="👍", max_length=8, description="One emoji, e.g. 👍 ❤️ 👀 🔥 🎉.")
 
 
-class SendMessage(Tool):
+class SendMessage(Tool[SendArgs]):
     name = "send_message"
     description = (
         "Send a message to the current chat right now, before your final answer (e.g. a quick "
@@ -46,7 +46,7 @@ class SendMessage(Tool):
         return await _send(ctx, SendText(chat=ctx.chat, text=args.text))
 
 
-class ReplyToMessage(Tool):
+class ReplyToMessage(Tool[ReplyArgs]):
     name = "reply_to_message"
     description = "Send a message that quote-replies to a specific message in the current chat."
     args_model = ReplyArgs
@@ -56,7 +56,7 @@ class ReplyToMessage(Tool):
         return await _send(ctx, SendText(chat=ctx.chat, text=args.text, reply_to=args.message_id))
 
 
-class EditMessage(Tool):
+class EditMessage(Tool[EditArgs]):
     name = "edit_message"
     description = "Replace the text of a message you sent earlier in the current chat."
     args_model = EditArgs
@@ -67,7 +67,7 @@ class EditMessage(Tool):
         return ToolResult(f"edited message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
 
 
-class DeleteMessageTool(Tool):
+class DeleteMessageTool(Tool[MessageRef]):
     name = "delete_message"
     description = "Delete a message you sent earlier in the current chat."
     args_model = MessageRef
@@ -78,7 +78,7 @@ class DeleteMessageTool(Tool):
         return ToolResult(f"deleted message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
 
 
-class AddReaction(Tool):
+class AddReaction(Tool[ReactArgs]):
     name = "react"
     description = "Put an emoji reaction on a message: a light acknowledgement that needs no words."
     args_model = ReactArgs

@@ -10,6 +10,7 @@ import logging
 import pkgutil
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -24,10 +25,10 @@ _NOT_TOOL_MODULES = {"base", "registry"}
 _MAX_RESULT_CHARS = 20000
 
 
-def discover_tools(package: str = "bicameral.tools") -> list[Tool]:
+def discover_tools(package: str = "bicameral.tools") -> list[Tool[Any]]:
     """Instantiate every concrete Tool subclass defined in the package's modules, sorted by name."""
     root = importlib.import_module(package)
-    found: dict[str, Tool] = {}
+    found: dict[str, Tool[Any]] = {}
     for info in pkgutil.iter_modules(root.__path__):
         if info.name in _NOT_TOOL_MODULES or info.name.startswith("_"):
             continue
@@ -41,11 +42,11 @@ def discover_tools(package: str = "bicameral.tools") -> list[Tool]:
 
 
 class ToolRegistry:
-    """The one place tools run: the native runner, the MCP server and sub-agents all call `execute`."""
+    """The one place tools run (the native runner, the MCP server and sub-agents all call `execute`) and are gated."""
 
     def __init__(
         self,
-        tools: Iterable[Tool],
+        tools: Iterable[Tool[Any]],
         *,
         audit: ToolCallStore | None = None,
         disabled: Iterable[str] = (),
@@ -62,13 +63,13 @@ class ToolRegistry:
         self._specs = [ToolSpec(name=t.name, description=t.description, input_schema=_schema(t)) for t in self._tools.values()]
 
     @classmethod
-    def discover(cls, **kwargs) -> ToolRegistry:
+    def discover(cls, **kwargs: Any) -> ToolRegistry:
         return cls(discover_tools(), **kwargs)
 
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
     def subset(self, *, exclude_messaging: bool = False, only: Iterable[str] | None = None) -> ToolRegistry:
@@ -77,10 +78,11 @@ class ToolRegistry:
         tools = [t for n, t in self._tools.items() if n in keep and not (exclude_messaging and t.messaging)]
         return ToolRegistry(tools, audit=self._audit, timeout=self._timeout)
 
-    def specs(self) -> list[ToolSpec]:
-        return list(self._specs)
+    def specs(self, *, is_owner: bool = False) -> list[ToolSpec]:
+        """The tools to offer a turn: owner-only ones only when the owner is asking."""
+        return [spec for spec in self._specs if is_owner or not self._tools[spec.name].owner_only]
 
-    async def execute(self, name: str, raw_args: dict, ctx: ToolContext) -> ToolResult:
+    async def execute(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate, run (with a timeout) and audit one call; failures come back as error results."""
         started = time.monotonic()
         transcript.tool_call(ctx.chat, name, raw_args)
@@ -104,10 +106,14 @@ class ToolRegistry:
             )
         return result
 
-    async def _run(self, name: str, raw_args: dict, ctx: ToolContext) -> ToolResult:
+    async def _run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)
+        if tool is not None and tool.owner_only and not ctx.is_owner:
+            log.warning("refused owner-only tool %s in %s", name, ctx.chat)
+            return ToolResult.error(f"{name} is only for the owner; it is not available in this chat")
         if tool is None:
-            return ToolResult.error(f"unknown tool {name!r}; available tools: {', '.join(self.names())}")
+            available = ", ".join(spec.name for spec in self.specs(is_owner=ctx.is_owner))
+            return ToolResult.error(f"unknown tool {name!r}; available tools: {available}")
         if not isinstance(raw_args, dict) or "_raw" in raw_args:
             return ToolResult.error(f"arguments for {name} were not a JSON object: {str(raw_args)[:200]}")
         try:
@@ -126,7 +132,7 @@ class ToolRegistry:
             return ToolResult.error(f"{name} failed unexpectedly (an internal error; the owner can find it in the log)")
 
 
-def _schema(tool: Tool) -> dict:
+def _schema(tool: Tool[Any]) -> dict[str, Any]:
     schema = tool.args_model.model_json_schema()
     schema.pop("title", None)
     return schema

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from aiogram import Bot
-from aiogram.enums import ChatAction, ParseMode
-from aiogram.exceptions import (
-    AiogramError,
-    TelegramAPIError,
-    TelegramBadRequest,
-    TelegramForbiddenError,
-    TelegramMigrateToChat,
-    TelegramNetworkError,
-    TelegramRetryAfter,
-    TelegramServerError,
-)
-from aiogram.types import FSInputFile, Message, ReactionTypeEmoji, ReplyParameters
+from telegram import Bot, InputFile, Message, ReactionTypeEmoji, ReplyParameters
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from bicameral.config import Settings
 from bicameral.events import (
@@ -33,13 +24,13 @@ from bicameral.events import (
     Typing,
     split_chat_key,
 )
+from bicameral.types import Sleep
 
 from .format import html_to_plain, markdown_to_html, split_for_telegram
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Sleep = Callable[[float], Awaitable[object]]
 # Sends one piece of text with a parse mode (None = plain) and returns what Telegram answered.
 _TextCall = Callable[[str, ParseMode | None], Awaitable[T]]
 
@@ -81,8 +72,8 @@ class ActionPerformer:
             if isinstance(action, SendFile):
                 return await self._send_file(chat_id, action)
             return ActionResult.failed(f"telegram cannot perform {type(action).__name__}")
-        except (TelegramAPIError, AiogramError) as exc:
-            return ActionResult(ok=False, error=self.describe(exc), retry_after=retry_after(exc))
+        except TelegramError as exc:
+            return ActionResult(ok=False, error=self.describe(exc, action), retry_after=retry_after(exc))
         except ValueError as exc:
             return ActionResult.failed(str(exc))
         except OSError as exc:
@@ -91,18 +82,19 @@ class ActionPerformer:
             log.exception("unexpected error performing %s", type(action).__name__)
             return ActionResult.failed(self._redact(f"unexpected error: {type(exc).__name__}: {exc}"))
 
-    def describe(self, exc: BaseException) -> str:
+    def describe(self, exc: BaseException, action: Action) -> str:
         """A clear one-line account of a Bot API failure, with the token redacted."""
-        if isinstance(exc, TelegramRetryAfter):
-            text = f"Telegram rate limit persisted after {MAX_RETRIES} retries (retry after {exc.retry_after}s)"
-        elif isinstance(exc, TelegramNetworkError):
+        what = type(action).__name__
+        if isinstance(exc, RetryAfter):
+            text = f"Telegram rate limit persisted after {MAX_RETRIES} retries (retry after {retry_seconds(exc):.0f}s)"
+        elif isinstance(exc, ChatMigrated):
+            text = f"the group became a supergroup; its new chat id is {exc.new_chat_id}"
+        elif isinstance(exc, Forbidden):
+            text = f"Telegram refused ({what}): {exc.message}"
+        elif isinstance(exc, NetworkError) and not isinstance(exc, BadRequest):  # PTB derives BadRequest from it
             text = f"network error talking to Telegram: {exc.message}"
-        elif isinstance(exc, TelegramMigrateToChat):
-            text = f"the group became a supergroup; its new chat id is {exc.migrate_to_chat_id}"
-        elif isinstance(exc, TelegramForbiddenError):
-            text = f"Telegram refused ({exc.method.__api_method__}): {exc.message}"
-        elif isinstance(exc, TelegramAPIError):
-            text = f"Telegram {exc.method.__api_method__} failed: {exc.message}"
+        elif isinstance(exc, TelegramError):
+            text = f"Telegram {what} failed: {exc.message}"
         else:
             text = f"{type(exc).__name__}: {exc}"
         return self._redact(text)
@@ -126,9 +118,11 @@ class ActionPerformer:
 
             try:
                 message = await self._formatted(send, chunk)
-            except (TelegramAPIError, AiogramError) as exc:
+            except TelegramError as exc:
                 # Report what did arrive, so the core can edit or delete partial output.
-                return ActionResult(ok=False, message_ids=tuple(sent), error=self.describe(exc), retry_after=retry_after(exc))
+                return ActionResult(
+                    ok=False, message_ids=tuple(sent), error=self.describe(exc, action), retry_after=retry_after(exc)
+                )
             sent.append(str(message.message_id))
         return ActionResult(ok=True, message_ids=tuple(sent))
 
@@ -142,7 +136,7 @@ class ActionPerformer:
 
         try:
             await self._formatted(edit, action.text)
-        except TelegramBadRequest as exc:
+        except BadRequest as exc:
             # Re-sending identical content is a no-op for the user, not a failure.
             if "message is not modified" not in exc.message.lower():
                 raise
@@ -152,7 +146,7 @@ class ActionPerformer:
         message_id = _required_int(action.message_id, "message id")
         try:
             await self._retrying(lambda: self._bot.delete_message(chat_id, message_id))
-        except TelegramBadRequest as exc:
+        except BadRequest as exc:
             # Already gone is the state we wanted.
             if "message to delete not found" not in exc.message.lower():
                 raise
@@ -179,7 +173,8 @@ class ActionPerformer:
             return ActionResult.failed(f"file not found: {action.path}")
         thread = _optional_int(action.thread_id, "thread id")
         reply = _reply(_optional_int(action.reply_to, "reply_to message id"))
-        upload = FSInputFile(path)
+        # Read once: a 429 retry re-sends the same bytes, and PTB cannot rewind an open file.
+        upload = InputFile(path.read_bytes(), filename=path.name)
 
         def send(caption: str | None, mode: ParseMode | None) -> Awaitable[Message]:
             common = dict(caption=caption, parse_mode=mode, reply_parameters=reply, message_thread_id=thread)
@@ -200,7 +195,7 @@ class ActionPerformer:
         html = markdown_to_html(markdown)
         try:
             return await self._retrying(lambda: call(html, ParseMode.HTML))
-        except TelegramBadRequest as exc:
+        except BadRequest as exc:
             if "can't parse entities" not in exc.message.lower():
                 raise
             log.warning("Telegram could not parse our HTML (%s); resending as plain text", exc.message)
@@ -211,10 +206,10 @@ class ActionPerformer:
         for attempt in range(MAX_RETRIES + 1):
             try:
                 return await make()
-            except TelegramRetryAfter as exc:
+            except RetryAfter as exc:
                 if attempt == MAX_RETRIES:
                     raise
-                delay = min(float(exc.retry_after), MAX_RETRY_AFTER)
+                delay = min(retry_seconds(exc), MAX_RETRY_AFTER)
                 log.info("Telegram asked to slow down; retrying in %.0fs", delay)
                 await self._sleep(delay)
         raise AssertionError("unreachable")  # the loop always returns or raises
@@ -225,11 +220,17 @@ class ActionPerformer:
         return path if path.is_relative_to(root) else None
 
 
-def retry_after(exc: BaseException) -> float | None:
+def retry_seconds(exc: RetryAfter) -> float:
+    """How long Telegram asked us to wait, whichever type this PTB version reports it as."""
+    value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def retry_after(exc: TelegramError) -> float | None:
     """When a failed call may be tried again: Telegram's own wait for 429, at once for 5xx and network errors."""
-    if isinstance(exc, TelegramRetryAfter):
-        return float(exc.retry_after)
-    if isinstance(exc, (TelegramServerError, TelegramNetworkError)):
+    if isinstance(exc, RetryAfter):
+        return retry_seconds(exc)
+    if isinstance(exc, NetworkError) and not isinstance(exc, BadRequest):  # PTB files 5xx and timeouts here
         return 0.0
     return None
 

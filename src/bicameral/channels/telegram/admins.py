@@ -5,10 +5,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any
 
-from aiogram import Bot
-from aiogram.methods import GetChatMember
+from telegram import Bot
 
 from bicameral.events import Inbound, split_chat_key
 
@@ -20,12 +18,6 @@ _ADMIN_STATUSES = frozenset({"creator", "administrator"})
 _LOOKUP_TIMEOUT = 5
 
 
-class _RawGetChatMember(GetChatMember):
-    """getChatMember as a raw dict: only `status` matters, and the typed union is strict about the rest."""
-
-    __returning__ = dict[str, Any]
-
-
 async def with_admin_flag(bot: Bot, inbound: Inbound, redact: Callable[[str], str] = str) -> Inbound:
     """Mark the sender of a group /stop or /reset as an admin when Telegram says they are one."""
     if inbound.is_private or inbound.command not in MANAGING_COMMANDS:
@@ -35,8 +27,11 @@ async def with_admin_flag(bot: Bot, inbound: Inbound, redact: Callable[[str], st
     admin = inbound.sender.id == chat_id
     if not admin and inbound.sender.id.isdigit():
         try:
-            member = await bot(
-                _RawGetChatMember(chat_id=int(chat_id), user_id=int(inbound.sender.id)), request_timeout=_LOOKUP_TIMEOUT
+            # A raw dict: only `status` matters, and the typed ChatMember union is strict about the rest.
+            member = await bot.do_api_request(
+                "getchatmember",
+                api_kwargs={"chat_id": int(chat_id), "user_id": int(inbound.sender.id)},
+                read_timeout=_LOOKUP_TIMEOUT,
             )
         except Exception as exc:  # no answer means no admin rights, never a lost command
             log.info("telegram: admin lookup for %s in %s failed: %s", inbound.sender.id, inbound.chat, redact(str(exc)))

@@ -5,21 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.client.session.base import BaseSession
-from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import (
-    TelegramAPIError,
-    TelegramConflictError,
-    TelegramRetryAfter,
-    TelegramUnauthorizedError,
-)
-from aiogram.methods import GetUpdates
-from aiogram.utils.token import TokenValidationError
+from telegram import Bot
+from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
+from telegram.request import HTTPXRequest
 
 from bicameral.backoff import Backoff
 from bicameral.channels.base import InboundSink, OnEnd
@@ -28,7 +20,7 @@ from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 from bicameral.redaction import Redactor
 
-from .actions import ActionPerformer, Sleep
+from .actions import ActionPerformer, Sleep, retry_seconds
 from .admins import with_admin_flag
 from .media import AttachmentStore
 from .updates import BotIdentity, translate
@@ -38,6 +30,12 @@ log = logging.getLogger(__name__)
 ALLOWED_UPDATES = ["message", "edited_message"]
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
+# A server that answers getUpdates at once (a proxy, a local Bot API server, a zero timeout) is asked
+# about once a second while idle, never more often than the floor allows: a message still shows
+# within about a second, and an idle bot costs next to nothing.
+IDLE_INTERVAL = 1.0
+IDLE_FLOOR = 0.25
+CONNECTIONS = 256  # concurrent Bot API calls: every chat answering at once must not queue for a socket
 BAD_TOKEN = "Telegram rejected the token: check BICAMERAL_TELEGRAM_TOKEN"
 CONFLICT = (
     "Telegram reports another process polling this bot token (409 Conflict): "
@@ -55,8 +53,8 @@ class TelegramChannel:
         self,
         settings: Settings,
         *,
-        session: BaseSession | None = None,
         sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if settings.telegram_token is None or not settings.telegram_token.get_secret_value():
             raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not set")
@@ -64,11 +62,26 @@ class TelegramChannel:
         self._settings = settings
         self._redactor = Redactor([self._token])
         self._sleep = sleep
-        session = session or AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
-        try:
-            self._bot = Bot(self._token, session=session)
-        except TokenValidationError:
-            raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not a valid bot token (expected <id>:<secret>)") from None
+        self._clock = clock
+        if ":" not in self._token or any(ch.isspace() for ch in self._token):
+            raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not a valid bot token (expected <id>:<secret>)")
+        api = settings.telegram_api_url.rstrip("/")
+        # One connection pool for every call, the long poll included (see _get_updates).
+        self._request = HTTPXRequest(
+            connection_pool_size=CONNECTIONS,
+            read_timeout=30,
+            write_timeout=30,
+            connect_timeout=10,
+            pool_timeout=30,
+            media_write_timeout=60,
+        )
+        self._bot = Bot(
+            self._token,
+            base_url=f"{api}/bot",
+            base_file_url=f"{api}/file/bot",
+            request=self._request,
+            get_updates_request=self._request,
+        )
         self._media = AttachmentStore(self._bot, settings, redact=self._redact)
         self._actions = ActionPerformer(self._bot, settings, sleep=sleep, redact=self._redact)
         self._identity: BotIdentity | None = None
@@ -89,28 +102,34 @@ class TelegramChannel:
     async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
         """Learn who we are (getMe), then launch the polling loop in the background."""
         try:
-            me = await self._bot.get_me()
-        except TelegramUnauthorizedError:
+            await self._bot.initialize()  # getMe
+        except InvalidToken:
             raise ChannelStartError(BAD_TOKEN) from None
-        except TelegramAPIError as exc:
+        except TelegramError as exc:
             raise ChannelStartError(self._redact(f"cannot reach Telegram: {exc.message}")) from None
+        me = self._bot.bot
         self._identity = BotIdentity(id=me.id, username=me.username or "")
         log.info("telegram: connected as @%s (id %s)", self._identity.username, me.id)
         self._on_end = on_end
         self._task = asyncio.create_task(self._poll(sink), name="telegram-poll")
 
     async def stop(self) -> None:
-        """Cancel polling and close the HTTP session."""
+        """Cancel polling and close the HTTP connections."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self._bot.session.close()
+        # Our own request, not bot.shutdown(): that skips the client of a bot that never started.
+        await self._request.shutdown()
 
     async def perform(self, action: Action) -> ActionResult:
         """Carry out one action; failures come back in the result, never as exceptions."""
         return await self._actions.perform(action)
+
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        """Download the files of an admitted message; one that cannot be fetched becomes a marker in its text."""
+        return await self._media.fetch_all(inbound)
 
     # --- receiving ---
 
@@ -118,20 +137,18 @@ class TelegramChannel:
         backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
         timeout = self._settings.telegram_poll_timeout
         while True:
+            started = self._clock()
             try:
-                raw = await self._bot(
-                    _RawGetUpdates(offset=self._next_offset, timeout=timeout, allowed_updates=ALLOWED_UPDATES),
-                    # The HTTP request must outlive the long poll it carries.
-                    request_timeout=timeout + 15,
-                )
-            except TelegramUnauthorizedError:
+                raw = await self._get_updates(timeout)
+            except (InvalidToken, EndPointNotFound):
+                # After getMe succeeded PTB reports a rejected token as an unknown endpoint.
                 self._give_up(BAD_TOKEN)
                 return
-            except TelegramConflictError:
+            except Conflict:
                 self._give_up(CONFLICT)
                 return
-            except TelegramRetryAfter as exc:
-                await self._sleep(min(float(exc.retry_after), BACKOFF_MAX))
+            except RetryAfter as exc:
+                await self._sleep(min(retry_seconds(exc), BACKOFF_MAX))
                 continue
             except Exception as exc:
                 delay = backoff.next()
@@ -139,11 +156,30 @@ class TelegramChannel:
                 await self._sleep(delay)
                 continue
             backoff.reset()
-            if raw:
-                await self._deliver(raw, sink)
+            if raw and await self._deliver(raw, sink):
+                continue
+            # Nothing new, or nothing the offset could move past (updates without an id): rest.
+            pause = idle_pause(self._clock() - started, timeout)
+            if pause:
+                await self._sleep(pause)
 
-    async def _deliver(self, raw: Sequence[Any], sink: InboundSink) -> None:
-        """Translate a batch, hand it to the sink, and only then move the offset past it."""
+    async def _get_updates(self, timeout: int) -> list[Any]:
+        """One long poll, answered as raw update dicts; asking with an offset acknowledges what lies below it."""
+        # Raw dicts, not Bot.get_updates: one malformed update must not fail the batch. Bot API method
+        # names are case-insensitive, and the lower-case name keeps PTB from warning that a typed
+        # method exists.
+        result = await self._bot.do_api_request(
+            "getupdates",
+            api_kwargs={"offset": self._next_offset, "timeout": timeout, "allowed_updates": ALLOWED_UPDATES},
+            # The HTTP request must outlive the long poll it carries.
+            read_timeout=timeout + 15,
+        )
+        if not isinstance(result, list):
+            raise TelegramError(f"getUpdates answered {type(result).__name__}, not a list")
+        return result
+
+    async def _deliver(self, raw: Sequence[Any], sink: InboundSink) -> bool:
+        """Translate a batch, hand it to the sink, and only then move the offset past it; False if it cannot move."""
         batch = await self._translate_all(raw)
         batch = [await with_admin_flag(self._bot, inbound, self._redact) for inbound in batch]
         backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
@@ -156,16 +192,18 @@ class TelegramChannel:
                 log.exception("telegram: inbound sink failed; retrying the same %d updates in %.0fs", len(batch), delay)
                 await self._sleep(delay)
         ids = [u["update_id"] for u in raw if isinstance(u, dict) and type(u.get("update_id")) is int]
-        if ids:
-            # The next getUpdates carries this offset, which is what acknowledges the batch.
-            self._next_offset = max(ids) + 1
+        if not ids:
+            return False
+        # The next getUpdates carries this offset, which is what acknowledges the batch.
+        self._next_offset = max(ids) + 1
+        return True
 
     async def _translate_all(self, raw: Sequence[Any]) -> list[Inbound]:
         assert self._identity is not None  # start() sets it before polling begins
         batch: list[Inbound] = []
         for item in raw:
             try:
-                inbound = await translate(item, self._identity, self._settings, fetch=self._media.fetch)
+                inbound = translate(item, self._identity, self._settings)
             except Exception as exc:
                 update_id = item.get("update_id", "?") if isinstance(item, dict) else "?"
                 log.warning("skipping malformed update %s: %s", update_id, self._explain(exc))
@@ -182,7 +220,7 @@ class TelegramChannel:
         self._on_end(reason)
 
     def _explain(self, exc: BaseException) -> str:
-        detail = exc.message if isinstance(exc, TelegramAPIError) else str(exc)
+        detail = exc.message if isinstance(exc, TelegramError) else str(exc)
         return self._redact(f"{type(exc).__name__}: {detail}")
 
     def _redact(self, text: str) -> str:
@@ -190,7 +228,8 @@ class TelegramChannel:
         return self._redactor(text)
 
 
-class _RawGetUpdates(GetUpdates):
-    """getUpdates returning raw dicts, so one malformed update cannot fail the whole batch."""
-
-    __returning__ = list[Any]
+def idle_pause(elapsed: float, timeout: int) -> float:
+    """How long to rest after an empty poll that took `elapsed` seconds of a `timeout`-second long poll."""
+    if timeout > 0 and elapsed >= timeout:
+        return 0.0  # the server held the poll for its whole timeout: it paces us already
+    return max(IDLE_FLOOR, IDLE_INTERVAL - elapsed)

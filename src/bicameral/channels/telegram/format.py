@@ -229,7 +229,7 @@ def _table(node: SyntaxTreeNode) -> str:
     widths = [max(len(row[col]) for row in rows) for col in range(columns)]
     lines = []
     for index, row in enumerate(rows):
-        cells = (_justify(cell, width, align) for cell, width, align in zip(row, widths, aligns))
+        cells = (_justify(cell, width, align) for cell, width, align in zip(row, widths, aligns, strict=False))
         lines.append(" | ".join(cells).rstrip())
         if index + 1 == header_rows:
             lines.append("-+-".join("-" * width for width in widths))

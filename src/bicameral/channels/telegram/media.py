@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
-from aiogram import Bot
+from telegram import Bot
 
 from bicameral.config import Settings
-from bicameral.events import Attachment
+from bicameral.events import Attachment, AttachmentRef, Inbound, split_chat_key
 
 log = logging.getLogger(__name__)
 
@@ -22,20 +21,6 @@ MAX_NAME_CHARS = 80
 
 # A fetch yields the saved Attachment, or a marker string to put in the message text instead.
 Fetched = Attachment | str
-Fetcher = Callable[["MediaRef"], Awaitable[Fetched]]
-
-
-@dataclass(frozen=True)
-class MediaRef:
-    """A file attached to a message, not yet downloaded."""
-
-    kind: Literal["photo", "document"]
-    file_id: str
-    name: str
-    chat_native_id: str
-    message_id: str
-    mime: str | None = None
-    size: int = 0
 
 
 class AttachmentStore:
@@ -46,7 +31,27 @@ class AttachmentStore:
         self._settings = settings
         self._redact = redact
 
-    async def fetch(self, ref: MediaRef) -> Fetched:
+    async def fetch_all(self, inbound: Inbound) -> Inbound:
+        """`inbound` with its referenced files saved as attachments, or named by a marker in its text."""
+        if not inbound.attachment_refs:
+            return inbound
+        chat = split_chat_key(inbound.chat)[1]
+        saved: list[Attachment] = []
+        markers: list[str] = []
+        for ref in inbound.attachment_refs:
+            fetched = await self.fetch(ref, chat, inbound.message_id)
+            if isinstance(fetched, str):
+                markers.append(fetched)
+            else:
+                saved.append(fetched)
+        return dataclasses.replace(
+            inbound,
+            text="\n".join(part for part in (inbound.text, *markers) if part),
+            attachments=inbound.attachments + tuple(saved),
+            attachment_refs=(),
+        )
+
+    async def fetch(self, ref: AttachmentRef, chat: str, message_id: str) -> Fetched:
         """Save one file; oversize or failed downloads become a text marker, never an error."""
         name = safe_name(ref.name)
         if ref.size > MAX_DOWNLOAD_BYTES:
@@ -57,12 +62,12 @@ class AttachmentStore:
                 return too_large_marker(name)
             if not file.file_path:
                 return unavailable_marker(name)
-            dest = self.destination(ref)
+            dest = self.destination(chat, message_id, ref.name)
             dest.parent.mkdir(parents=True, exist_ok=True)
             # Download beside the target and rename, so a broken transfer never leaves a half file.
             partial = dest.with_name(dest.name + ".part")
             try:
-                await self._bot.download_file(file.file_path, destination=partial)
+                await file.download_to_drive(partial)
                 partial.replace(dest)
             finally:
                 partial.unlink(missing_ok=True)
@@ -76,11 +81,10 @@ class AttachmentStore:
             name=name,
             size=dest.stat().st_size,
         )
-
-    def destination(self, ref: MediaRef) -> Path:
-        """Where `ref` is saved; always inside attachments_dir, whatever the names contain."""
+    def destination(self, chat: str, message_id: str, name: str) -> Path:
+        """Where a file is saved; always inside attachments_dir, whatever the names contain."""
         root = self._settings.attachments_dir
-        dest = root / safe_name(ref.chat_native_id) / f"{safe_name(ref.message_id)}-{safe_name(ref.name)}"
+        dest = root / safe_name(chat) / f"{safe_name(message_id)}-{safe_name(name)}"
         # Belt and braces: safe_name already forbids separators and dot-only names.
         if not dest.resolve().is_relative_to(root.resolve()):
             raise ValueError(f"attachment path escapes attachments dir: {dest}")

@@ -1,25 +1,24 @@
-"""Translating Telegram updates into Inbound values (downloads go through an injected fetcher)."""
+"""Translating Telegram updates into Inbound values; files travel as references, not downloaded here."""
 
 from __future__ import annotations
 
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from aiogram.types import Message, Update, User
-from pydantic import ValidationError
+from telegram import Message, Update, User
 
 from bicameral.config import Settings
-from bicameral.events import Attachment, ChatType, Inbound, InboundKind, Quoted, Sender, chat_key
-
-from .media import Fetcher, MediaRef
+from bicameral.events import AttachmentRef, ChatType, Inbound, InboundKind, Quoted, Sender, chat_key
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "telegram"
 _CHAT_TYPES: frozenset[str] = frozenset({"private", "group", "supergroup", "channel"})
+# JSON may escape half of a surrogate pair on its own; json.loads joins real pairs, so any surrogate
+# left in a string is a lone half that UTF-8, and so the store, cannot encode.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -30,11 +29,10 @@ class BotIdentity:
     username: str
 
 
-async def translate(
+def translate(
     update: Update | dict[str, Any],
     bot: BotIdentity,
     settings: Settings,
-    fetch: Fetcher | None = None,
 ) -> Inbound | None:
     """One update as an Inbound, or None for malformed or content-free updates."""
     parsed = parse_update(update)
@@ -44,34 +42,24 @@ async def translate(
     if message is None:
         _skip(parsed.update_id, "no message or edited_message")
         return None
-    refs = media_refs(message)
+    refs = attachment_refs(message)
     text = message.text or message.caption or ""
     if not text and not refs:
         log.debug("ignoring update %s: no text, caption or file", parsed.update_id)
         return None
-
-    attachments: list[Attachment] = []
-    markers: list[str] = []
-    for ref in refs:
-        fetched = await fetch(ref) if fetch else None
-        if isinstance(fetched, str):
-            markers.append(fetched)
-        elif fetched is not None:
-            attachments.append(fetched)
-    full_text = "\n".join(part for part in (text, *markers) if part)
 
     return Inbound(
         channel=CHANNEL,
         chat=chat_key(CHANNEL, message.chat.id),
         message_id=str(message.message_id),
         sender=_sender(message),
-        text=full_text,
+        text=text,
         ts=_timestamp(message, kind),
         kind=kind,
-        chat_type=_chat_type(message.chat.type),
+        chat_type=_chat_type(str(message.chat.type)),
         chat_title=message.chat.title,
         reply_to=_quoted(message, bot),
-        attachments=tuple(attachments),
+        attachment_refs=tuple(refs),
         thread_id=_thread_id(message),
         addressed=is_addressed(message, bot, settings.bot_name),
         update_id=parsed.update_id,
@@ -88,12 +76,23 @@ def parse_update(update: object) -> Update | None:
         _skip(update_id, f"expected an object, got {type(update).__name__}")
         return None
     try:
-        return Update.model_validate(update)
-    except ValidationError as exc:
-        _skip(update_id, _first_error(exc))
+        # PTB builds its objects without validating them, so a wrong field surfaces here as a
+        # KeyError or TypeError, or later in translate(); the caller skips the update either way.
+        return Update.de_json(repaired(update), None)
     except Exception as exc:
         _skip(update_id, f"{type(exc).__name__}: {exc}")
     return None
+
+
+def repaired(value: Any) -> Any:
+    """`value` with every string made encodable: each lone surrogate becomes U+FFFD, nothing is refused."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {key: repaired(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [repaired(item) for item in value]
+    return value
 
 
 def is_addressed(message: Message, bot: BotIdentity, bot_name: str) -> bool:
@@ -114,28 +113,15 @@ def is_addressed(message: Message, bot: BotIdentity, bot_name: str) -> bool:
     return _is_command_for(text, bot)
 
 
-def media_refs(message: Message) -> list[MediaRef]:
+def attachment_refs(message: Message) -> list[AttachmentRef]:
     """The files on a message worth downloading: the largest photo size and any document."""
-    chat, msg_id = str(message.chat.id), str(message.message_id)
-    refs: list[MediaRef] = []
+    refs: list[AttachmentRef] = []
     if message.photo:
         best = max(message.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
-        refs.append(
-            MediaRef("photo", best.file_id, "photo.jpg", chat, msg_id, "image/jpeg", best.file_size or 0)
-        )
+        refs.append(AttachmentRef("photo", best.file_id, "photo.jpg", best.file_size or 0, "image/jpeg"))
     if message.document:
         doc = message.document
-        refs.append(
-            MediaRef(
-                "document",
-                doc.file_id,
-                doc.file_name or "document",
-                chat,
-                msg_id,
-                doc.mime_type,
-                doc.file_size or 0,
-            )
-        )
+        refs.append(AttachmentRef("document", doc.file_id, doc.file_name or "document", doc.file_size or 0, doc.mime_type))
     return refs
 
 
@@ -221,19 +207,8 @@ def _chat_type(value: str) -> ChatType:
 
 
 def _timestamp(message: Message, kind: InboundKind) -> float:
-    # aiogram types `date` as a datetime but `edit_date` as unix seconds; accept either.
-    value: datetime | int = message.edit_date if kind == "edit" and message.edit_date else message.date
-    return value.timestamp() if isinstance(value, datetime) else float(value)
-
-
-def _first_error(exc: ValidationError) -> str:
-    errors = exc.errors()
-    if not errors:
-        return str(exc).splitlines()[0]
-    first = errors[0]
-    where = ".".join(str(part) for part in first.get("loc", ()))
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first.get('msg', 'invalid')}{more}"
+    value = message.edit_date if kind == "edit" and message.edit_date else message.date
+    return value.timestamp()
 
 
 def _skip(update_id: object, reason: str) -> None:

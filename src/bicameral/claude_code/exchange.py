@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from bicameral.agent.breakers import Breakers
 from bicameral.claude_code.failures import Failure
@@ -25,13 +25,14 @@ class Prompt:
     text: str
     images: tuple[PromptImage, ...] = ()
 
-    def stream_json(self, message_uuid: str) -> str:
-        blocks: list[dict] = [{"type": "text", "text": self.text}]
+    def stream_message(self, message_uuid: str) -> dict[str, Any]:
+        """The stream-json `user` message that carries this prompt."""
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": self.text}]
         for image in self.images:
             source = {"type": "base64", "media_type": image.media_type, "data": base64.b64encode(image.data).decode()}
             blocks.append({"type": "image", "source": source})
         message = {"role": "user", "content": blocks}
-        return json.dumps({"type": "user", "uuid": message_uuid, "parent_tool_use_id": None, "message": message})
+        return {"type": "user", "uuid": message_uuid, "parent_tool_use_id": None, "message": message}
 
 
 @dataclass
@@ -44,7 +45,7 @@ class TurnOutcome:
     synthetic: list[str] = field(default_factory=list)  # what the CLI wrote in the model's place (API errors)
     tool_uses: list[ToolUse] = field(default_factory=list)
     tool_errors: int = 0
-    stopped: str | None = None  # the tool-error breaker's reason
+    stop_reason: str | None = None  # why the tool-error breaker stopped the turn
     failure: Failure | None = None
     restarts: int = 0
     injected: int = 0
@@ -52,7 +53,7 @@ class TurnOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.failure is None and self.stopped is None
+        return self.failure is None and self.stop_reason is None
 
     @property
     def final_text(self) -> str:

@@ -1,0 +1,180 @@
+"""Memory in the conversation: standing instructions and relevant facts for a model call, a task's reach, /memory, /forget."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+
+from bicameral.events import Inbound, is_owner
+from bicameral.models.base import Message, TextBlock
+from bicameral.store import Stores
+from bicameral.store.memory import Memory
+from bicameral.store.memory_index import Fact
+from bicameral.store.memory_scopes import GLOBAL, Reach, reach_for
+
+log = logging.getLogger(__name__)
+
+OPEN = "<memory>"
+CLOSE = "</memory>"
+RULES_OPEN = "<instructions>"
+_LIST_LIMIT = 50
+
+
+def burst_text(batch: Sequence[Inbound]) -> str:
+    """The words a burst is about: its messages and the messages they reply to."""
+    parts = []
+    for inbound in batch:
+        parts.append(inbound.text)
+        if inbound.reply_to is not None:
+            parts.append(inbound.reply_to.text)
+    return "\n".join(parts)
+
+
+def memory_note(memory: Memory, reach: Reach | None, text: str, budget_tokens: int) -> str | None:
+    """The facts most relevant to `text` within the budget, as a block for the prompt; None when there are none."""
+    if reach is None or budget_tokens <= 0:
+        return None
+    try:
+        facts = memory.relevant(text, reach.readable, budget_tokens)
+    except Exception:  # memory must never cost the user an answer
+        log.exception("memory lookup failed; answering without it")
+        return None
+    if not facts:
+        return None
+    lines = [f"{OPEN} what you remember that may matter here (use it without being asked; ids for recall/forget):"]
+    lines += [f"- [{f.id}] ({reach.describe(f.scope)}) {f.text}" for f in facts]
+    lines.append(CLOSE)
+    return "\n".join(lines)
+
+
+def instructions_note(stores: Stores, chat: str) -> str | None:
+    """The owner's standing instructions for the chat (global, then this chat's), as a block for the prompt."""
+    found = stores.instructions.for_chat(chat)
+    if not found:
+        return None
+    lines = [f"{RULES_OPEN} standing instructions from the owner; follow them:"]
+    lines += [f"<{i.where}>\n{i.text}\n</{i.where}>" for i in found]
+    lines.append("</instructions>")
+    return "\n".join(lines)
+
+
+async def prompt_note(stores: Stores, reach: Reach | None, chat: str, text: str, budget_tokens: int) -> str | None:
+    """Instructions and relevant memories for one model call: rebuilt every time, never stored.
+
+    Looked up beside the event loop: with a large memory it takes tens of milliseconds other chats should not wait.
+    """
+
+    def build() -> str | None:
+        parts = [instructions_note(stores, chat), memory_note(stores.memory, reach, text, budget_tokens)]
+        return "\n\n".join(p for p in parts if p) or None
+
+    return await asyncio.to_thread(build)
+
+
+async def memory_blocks(
+    stores: Stores, reach: Reach | None, batch: Sequence[Inbound], budget_tokens: int
+) -> list[TextBlock]:
+    """The note for a burst as content blocks to lead a user turn (none when there is nothing to say)."""
+    note = await prompt_note(stores, reach, batch[-1].chat, burst_text(batch), budget_tokens)
+    return [TextBlock(text=note)] if note else []
+
+
+def task_reach(stores: Stores, chat: str, origin_message: str | None, owner_id: int | None) -> Reach | None:
+    """A back task reaches what the lane that asked for it reaches: the sender of its origin message, in
+    their own lane (two-chamber groups have one lane per person). A DM task has no origin message, but a
+    DM has only one person; a group task without one gets no memory at all."""
+    origin = stores.messages.inbound_of(chat, origin_message)
+    if origin is None or (origin_message is None and not origin.is_private):
+        return None
+    return command_reach(origin, personal=True, owner=is_owner(origin, owner_id))
+
+
+def without_memory(messages: list[Message]) -> list[Message]:
+    """The transcript without injected memory notes: they are rebuilt each turn, so a forgotten fact stays gone."""
+    cleaned = []
+    for message in messages:
+        if message.role == "user" and any(_is_note(b) for b in message.content):
+            kept = [b for b in message.content if not _is_note(b)]
+            message = Message(role="user", content=kept or [TextBlock(text="(memory note)")])
+        cleaned.append(message)
+    return cleaned
+
+
+def _is_note(block: object) -> bool:
+    return isinstance(block, TextBlock) and block.text.startswith((OPEN, RULES_OPEN))
+
+
+# --- the /memory and /forget commands ---
+
+
+def command_reach(inbound: Inbound, *, personal: bool, owner: bool) -> Reach:
+    """The reach of a command, as a turn from the same lane would have it."""
+    return reach_for(
+        inbound.chat,
+        channel=inbound.channel,
+        sender_id=inbound.sender.id,
+        private=inbound.is_private,
+        own_lane=personal,
+        owner=owner,
+    )
+
+
+def listing_scopes(reach: Reach) -> tuple[str, ...]:
+    """What a command may show: in a group only the group's facts (private ones are not read out to everyone)."""
+    if reach.group:
+        return tuple(s for s in reach.readable if s != GLOBAL and not s.startswith("user:")) + ((GLOBAL,) if reach.owner else ())
+    return tuple(s for s in reach.readable if s != GLOBAL or reach.owner)
+
+
+def memory_command(stores: Stores, reach: Reach, argument: str) -> str:
+    """`/memory`: what is remembered here, with ids; `/memory stats`: how much, and any unreadable files."""
+    scopes = listing_scopes(reach)
+    if argument.strip().lower() == "stats":
+        stats = stores.memory.stats(reach.readable)
+        lines = [f"{reach.describe(s)}: {stats.counts.get(s, 0)} fact(s)" for s in reach.readable]
+        if reach.owner and stats.broken:
+            lines.append("Memory files I skipped (fix them and I read them again):")
+            lines += [f"- {path}: {error}" for path, error in stats.broken]
+        return "\n".join(lines)
+    facts = stores.memory.all(scopes, _LIST_LIMIT)
+    if not facts:
+        where = "this group" if reach.group else "you"
+        return f"I don't remember anything about {where} yet. Tell me something and ask me to remember it."
+    title = "What I remember in this group:" if reach.group else "What I remember about you:"
+    lines = [title, *(_line(f, reach) for f in facts)]
+    if reach.group and reach.person is not None:
+        lines.append("(Your private notes stay private: send /memory to me directly to see them.)")
+    lines.append("Forget one with /forget <id or words>.")
+    return "\n".join(lines)
+
+
+def forget_command(stores: Stores, reach: Reach, argument: str) -> str:
+    """`/forget <id or words>`: delete from the memory files and the index, and from this chat's session."""
+    what = argument.strip()
+    if not what:
+        return "Tell me what to forget: /forget <id or words> (see /memory for ids)."
+    scopes = tuple(s for s in listing_scopes(reach) if s in reach.forgettable)
+    gone = stores.memory.forget(what, scopes)
+    if not gone:
+        return f"I found nothing to forget matching “{what}”. See /memory for what I keep."
+    scrub_session(stores, reach.chat, gone)
+    return "Forgotten:\n" + "\n".join(_line(f, reach) for f in gone)
+
+
+def scrub_session(stores: Stores, chat: str, gone: Sequence[Fact]) -> None:
+    """Blank forgotten facts out of the chat's stored conversation, so a later turn cannot read them back."""
+    stored = stores.sessions.load(chat)
+    if not stored:
+        return
+    text = json.dumps(stored, ensure_ascii=False)
+    cleaned = text
+    for fact in gone:
+        cleaned = cleaned.replace(json.dumps(fact.text, ensure_ascii=False)[1:-1], "[forgotten]")
+    if cleaned != text:
+        stores.sessions.save(chat, json.loads(cleaned))
+
+
+def _line(fact: Fact, reach: Reach) -> str:
+    return f"- [{fact.id}] {fact.text}" + ("" if fact.scope.startswith("user:") else f" ({reach.describe(fact.scope)})")

@@ -1,0 +1,33 @@
+"""The learnings file: mistakes and corrections, appended as dated entries; `[pending]` ones await review."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+_HEADER = (
+    "# Learnings\n\n"
+    "Corrections and mistakes, one entry each. `[pending]` marks a proposed rule awaiting review; review turns it\n"
+    "into `[promoted]`, `[discarded]` or `[refined]`.\n"
+)
+
+
+class Learnings:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def append(self, entry: str) -> None:
+        """Add an entry at the end; nothing already in the file (a person's edits included) is rewritten."""
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = not self.path.exists() or self.path.stat().st_size == 0
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write((_HEADER if fresh else "") + "\n" + entry.strip() + "\n")
+
+    def pending(self) -> list[str]:
+        """Headings of entries still marked [pending]."""
+        if not self.path.exists():
+            return []
+        return [line[3:].strip() for line in self.path.read_text(encoding="utf-8").splitlines()
+                if line.startswith("## ") and "[pending]" in line]
