@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -206,9 +206,10 @@ class Settings(BaseSettings):
         )
 
     @classmethod
-    def for_test(cls, tmp_path: Path, **overrides: object) -> Settings:
+    def for_test(cls, tmp_path: Path, **overrides: Any) -> Settings:
         """Settings isolated from the environment and files, rooted at `tmp_path`."""
-        values: dict[str, object] = {
+        # Any: each value goes to its own field, and pydantic validates it there.
+        values: dict[str, Any] = {
             "data_dir": tmp_path / "data",
             "debounce_ms": 0,
             "back_model": "openai:test-model",
@@ -265,5 +266,12 @@ class _IsolatedSettings(Settings):
     model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": None, "env_file": None})
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, *_args, **_kwargs):  # type: ignore[override]
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings,)

@@ -72,7 +72,8 @@ def test_every_import_goes_down_a_layer() -> None:
 
 
 def test_every_package_has_a_layer() -> None:
-    packages = {_package_of(p) for p in SRC.rglob("*.py")} | {p.name for p in SRC.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    packages = {_package_of(p) for p in SRC.rglob("*.py")}
+    packages |= {p.name for p in SRC.iterdir() if p.is_dir() and p.name != "__pycache__"}
     for package in packages:
         _rank(package)
 
