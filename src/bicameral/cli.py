@@ -16,6 +16,7 @@ from bicameral.app import App, configured_channels, prepare_data_dir
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import BicameralError
+from bicameral.failures import failure_detail
 from bicameral.models.base import Model
 from bicameral.observe.logs import setup_logging
 
@@ -157,8 +158,9 @@ def _serve(
     except BicameralError as exc:
         _fail(str(exc))
     except Exception as exc:
-        log.exception("fatal error")
-        _fail(f"{type(exc).__name__}: {exc}")
+        detail = failure_detail(exc)
+        log.error("fatal error: %s", detail)
+        _fail(detail.splitlines()[-1])  # the scrubbed "Type: message" line; the traceback is in the log
     if code:
         sys.exit(code)
 

@@ -19,7 +19,7 @@ from bicameral.claude_code.failures import (
         # Texts the real CLI writes (result text or its synthetic assistant message).
         (
             "There's an issue with the selected model (claude-nope). It may not exist or you may not have access to it.",
-            "model_unavailable",
+            "unavailable",
             Recovery.KEEP_SESSION,
         ),
         ("Prompt is too long · the request is ~300000 tokens (limit 200000)", "prompt_too_long", Recovery.FRESH_SESSION),
@@ -38,7 +38,7 @@ from bicameral.claude_code.failures import (
         ("API Error: 429 rate_limit_error: Number of requests has exceeded your rate limit", "rate_limit", Recovery.KEEP_SESSION),
         ("API Error: 529 Overloaded", "overloaded", Recovery.KEEP_SESSION),
         ("API Error: Connection error. connect ECONNREFUSED 127.0.0.1:9", "connection", Recovery.KEEP_SESSION),
-        ("API Error: 500 Internal server error", "server_error", Recovery.KEEP_SESSION),
+        ("API Error: 500 Internal server error", "server", Recovery.KEEP_SESSION),
         ("/bin/sh: 1: claude: not found", "cli_missing", Recovery.GIVE_UP),
     ],
 )
@@ -55,9 +55,9 @@ def test_known_failures_are_recognised(evidence, kind, recovery):
         (401, "auth"),
         (403, "auth"),
         (402, "usage_limit"),
-        (404, "model_unavailable"),
+        (404, "unavailable"),
         (529, "overloaded"),
-        (503, "server_error"),
+        (503, "server"),
         (413, "prompt_too_long"),
     ],
 )

@@ -13,7 +13,7 @@ SRC = Path(bicameral.__file__).parent
 # of its own layer or above. Top-level modules count as packages of their own.
 LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction"},  # vocabulary
-    {"types", "backoff", "observe", "prompts"},  # shared shapes, retry schedule, logging, prompt texts
+    {"types", "backoff", "observe", "prompts", "failures"},  # shared shapes, retry schedule, logging, prompts, failure sentences
     {"models", "store", "channels"},  # the parts: completion APIs, SQLite, platforms
     {"tools"},  # the registry and the tools
     {"mcp", "agent", "tasks", "conversation"},  # the machinery every mode shares

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bicameral.failures import failure_detail, failure_sentence
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskOutcome, TaskState
 
@@ -244,6 +245,11 @@ class TaskBus:
             self._start(task, _Run(), resumed=True)
         return len(tasks)
 
+    async def finish(self) -> None:
+        """Wait until every task this process drives has ended and its last event was handled."""
+        while running := [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]:
+            await asyncio.wait(running)
+
     async def close(self) -> None:
         """Stop driving tasks without changing their state, so the next start resumes them."""
         runs = [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]
@@ -268,8 +274,10 @@ class TaskBus:
                 return  # cancel() records the state
             raise  # shutdown: the task stays open and resumes on the next start
         except Exception as exc:
-            log.exception("executor crashed on task %s", task.id)
-            outcome = TaskOutcome(error_kind="crash", error=f"{type(exc).__name__}: {exc}", retryable=True)
+            # The user hears a plain sentence; the scrubbed type, message and traceback go to the log and the trace.
+            detail = failure_detail(exc)
+            log.error("executor crashed on task %s: %s", task.id, detail)
+            outcome = TaskOutcome(error_kind="internal", error=failure_sentence("internal"), detail=detail, retryable=True)
         await self._conclude(self.get(task.id), run, outcome)
 
     async def _steps(self, task: Task, run: _Run, resumed: bool) -> TaskOutcome:
@@ -303,8 +311,9 @@ class TaskBus:
             if not run.cancelled:
                 self._start(self.get(task.id), run)
             return
-        task = self._finish(task, TaskState.FAILED, error=outcome.error or outcome.error_kind or "failed")
-        await self._emit(task, EventKind.FAILED, outcome.error_kind or "error")
+        task = self._finish(task, TaskState.FAILED, error=outcome.error or failure_sentence(outcome.error_kind))
+        kind = outcome.error_kind or "internal"
+        await self._emit(task, EventKind.FAILED, f"{kind}: {outcome.detail}" if outcome.detail else kind)
 
     def _finish(self, task: Task, state: TaskState, **fields: object) -> Task:
         self._runs.pop(task.id, None)
