@@ -44,7 +44,9 @@ class Plan:
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
-QUICK = Plan(messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0, recall_sizes=(300, 10_000))
+QUICK = Plan(
+    messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0, recall_sizes=(300, 10_000)
+)
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
 

@@ -142,7 +142,8 @@ class App:
             back_model = self._model(self._given_models[0], settings.back_model)
             if self.mode == "single":
                 return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
-            executor = NativeExecutor(settings, self.stores, self._runner(back_model, self.registry.subset(exclude_messaging=True)))
+            back_tools = self.registry.subset(exclude_messaging=True)
+            executor = NativeExecutor(settings, self.stores, self._runner(back_model, back_tools))
         front_model = self._model(self._given_models[1], settings.front_model)
         return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.outbox)
 

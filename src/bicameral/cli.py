@@ -8,7 +8,7 @@ import signal
 import sys
 import tomllib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -186,6 +186,6 @@ def _load_settings() -> Settings:
         _fail(f"the configuration could not be read: {exc}")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     print(f"bicameral: {message}", file=sys.stderr)
     sys.exit(2)

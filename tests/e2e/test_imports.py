@@ -47,6 +47,7 @@ ALLOWED = {
     # whenever those are installed (typer, and our terminal channel, install them)
     "click", "rich", "pygments",
     "cryptography",  # python-telegram-bot's Passport support imports it whenever it is installed
+    "pytz",  # python-telegram-bot uses it for time zones whenever it is installed
     # memory: front matter of the memory files, and the read-only SQL check
     "yaml", "sqlglot", "mypy_extensions",
     "bicameral",

@@ -51,7 +51,7 @@ class TerminalChannel:
         self._bot_name = bot_name
         self._clock = clock
         self._ids = itertools.count(1)
-        self._reader: asyncio.Task | None = None
+        self._reader: asyncio.Task[None] | None = None
         self._streamed: str | None = None  # the reply being printed as it streams, if any
 
     async def start(self, sink: InboundSink, on_end: OnEnd) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from bicameral.config import Settings
 from bicameral.conversation.memory import command_reach, forget_command, memory_command
@@ -28,8 +29,8 @@ class _Lane:
     chat: str
     pending: list[Inbound] = field(default_factory=list)
     injected: list[Inbound] = field(default_factory=list)
-    timer: asyncio.Task | None = None
-    turn: asyncio.Task | None = None
+    timer: asyncio.Task[None] | None = None
+    turn: asyncio.Task[None] | None = None
     turn_senders: frozenset[str] = frozenset()
     stop_requested: bool = False
 
@@ -117,7 +118,7 @@ class Conversation:
     async def close(self) -> None:
         """Cancel timers and running turns; unanswered messages stay pending for the next start."""
         self._closing = True
-        tasks: list[asyncio.Task] = list(self._replies)
+        tasks: list[asyncio.Task[Any]] = list(self._replies)
         for reply in tasks:
             reply.cancel()
         for lane in self._lanes.values():

@@ -77,8 +77,8 @@ class FrontChamber:
         )
         self._template = prompts.load("front.md")
         self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
-        self._followups: dict[str, asyncio.Task] = {}
-        self._notes_loop: asyncio.Task | None = None
+        self._followups: dict[str, asyncio.Task[None]] = {}
+        self._notes_loop: asyncio.Task[None] | None = None
         self._last_note: dict[str, float] = {}
 
     # --- TurnHandler ---
@@ -201,7 +201,9 @@ class FrontChamber:
             for task in open_tasks:
                 signal = self.bus.last_signal(task.id)
                 state = f"{signal.kind.value} {ago(now - signal.ts)}" if signal else task.state.value
-                lines.append(f"- id={task.id} label={task.label or '-'} state={task.state.value} last_signal={state}: {task.spec[:300]}")
+                lines.append(
+                    f"- id={task.id} label={task.label or '-'} state={task.state.value} last_signal={state}: {task.spec[:300]}"
+                )
             lines.append("</open_tasks>")
         else:
             lines.append("<open_tasks>none</open_tasks>")

@@ -7,6 +7,7 @@ import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from bicameral.conversation.outbox import Outbox
 from bicameral.events import SendFile, SendText, Typing
@@ -78,7 +79,9 @@ class Delivery:
         return [message_id for result in results for message_id in result.message_ids]
 
     async def send_file(self, chat: str, path: str, caption: str, *, thread_id: str | None = None) -> bool:
-        kind = "photo" if path.lower().endswith((".png", ".jpg", ".jpeg", ".webp")) else "document"
+        kind: Literal["photo", "document"] = (
+            "photo" if path.lower().endswith((".png", ".jpg", ".jpeg", ".webp")) else "document"
+        )
         result = await self._outbox.perform(SendFile(chat=chat, path=path, kind=kind, caption=caption, thread_id=thread_id))
         return result.ok
 

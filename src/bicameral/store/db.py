@@ -9,6 +9,10 @@ from contextlib import contextmanager
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
+
+# Positional or named statement parameters.
+Params = tuple[Any, ...] | dict[str, Any]
 
 
 class Database:
@@ -30,7 +34,7 @@ class Database:
     def migrate(self) -> int:
         """Apply every migration newer than the schema's user_version; returns the version."""
         with self._lock:
-            current = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            current: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
             pending = [entry for version, entry in _migration_files() if version > current]
             # The usual start: the schema is current, so no migration file is even read.
             for entry in pending:
@@ -54,15 +58,16 @@ class Database:
             else:
                 self._conn.execute("COMMIT")
 
-    def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+    def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
-    def query_one(self, sql: str, params: tuple | dict = ()) -> sqlite3.Row | None:
+    def query_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
         with self._lock:
-            return self._conn.execute(sql, params).fetchone()
+            row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
+            return row
 
-    def execute(self, sql: str, params: tuple | dict = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
         with self._lock:
             return self._conn.execute(sql, params)
 

@@ -58,7 +58,7 @@ class MessageStore:
             )
             return int(cursor.lastrowid or 0)
 
-    def mark_consumed(self, row_ids: Iterable[int]) -> None:
+    def mark_consumed(self, row_ids: Iterable[int | None]) -> None:
         ids = [i for i in row_ids if i is not None]
         if not ids:
             return

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from bicameral.failures import failure_detail, failure_sentence
 from bicameral.tasks.store import TaskStore
@@ -30,13 +30,13 @@ class TaskControl(Protocol):
 
     task: Task
 
-    def resume_messages(self) -> list[dict] | None:
+    def resume_messages(self) -> list[dict[str, Any]] | None:
         """The latest checkpoint of this task's transcript, if any."""
 
     def drain_notes(self) -> list[str]:
         """Context the user added (append / redirect) since the last call."""
 
-    def checkpoint(self, messages: list[dict], reason: str = "step") -> None:
+    def checkpoint(self, messages: list[dict[str, Any]], reason: str = "step") -> None:
         """Persist the transcript so far: redirect and restart resume from here."""
 
     async def progress(self, text: str) -> None:
@@ -62,8 +62,8 @@ class _Run:
     """In-memory state of a task being driven."""
 
     notes: list[str] = field(default_factory=list)
-    aio: asyncio.Task | None = None
-    step: asyncio.Task | None = None
+    aio: asyncio.Task[None] | None = None
+    step: asyncio.Task[TaskOutcome] | None = None
     pivot: bool = False
     cancelled: bool = False
     started: bool = False
@@ -77,14 +77,14 @@ class _Control:
     _bus: TaskBus
     _run: _Run
 
-    def resume_messages(self) -> list[dict] | None:
+    def resume_messages(self) -> list[dict[str, Any]] | None:
         return self._bus.store.latest_checkpoint(self.task.id)
 
     def drain_notes(self) -> list[str]:
         notes, self._run.notes = self._run.notes, []
         return notes
 
-    def checkpoint(self, messages: list[dict], reason: str = "step") -> None:
+    def checkpoint(self, messages: list[dict[str, Any]], reason: str = "step") -> None:
         self._bus.store.checkpoint(self.task.id, reason, messages)
 
     async def progress(self, text: str) -> None:
@@ -124,7 +124,7 @@ class TaskBus:
         context: str = "",
         label: str | None = None,
         parent_id: str | None = None,
-        transcript: list[dict] | None = None,
+        transcript: list[dict[str, Any]] | None = None,
         origin_message: str | None = None,
         thread_id: str | None = None,
     ) -> Task:
