@@ -24,6 +24,11 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg, record.args = self._redact(record.getMessage()), ()
+        if record.exc_info and not record.exc_text:
+            # A traceback quotes whatever the failing code held (a request, a path, a key): redact it too.
+            record.exc_text = self._redact(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = self._redact(record.exc_text)
         return True
 
 
@@ -36,7 +41,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        if record.exc_info:
+        if record.exc_text:
+            entry["exc"] = record.exc_text  # already redacted by the filter
+        elif record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
 
