@@ -25,8 +25,10 @@ from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
 from bicameral.redaction import Redactor
+from bicameral.scheduler import FireDelivery, Scheduler
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
+from bicameral.store.schedules import SchedulePolicy
 from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
@@ -109,6 +111,8 @@ class App:
             await channel.start(self.gate, self._channel_ended)
             log.info("channel %s ready", channel.name)
         await self.conversation.recover()
+        self.scheduler = self._build_scheduler()
+        await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,
         # which otherwise stall a turn for ~150 ms now and then.
         gc.freeze()
@@ -134,6 +138,17 @@ class App:
             executor = NativeExecutor(settings, self.stores, self._runner(back_model, self.registry.subset(exclude_messaging=True)))
         front_model = self._model(self._given_models[1], settings.front_model)
         return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.router.perform)
+
+    def _build_scheduler(self) -> Scheduler:
+        """Reminders go out through the router; scheduled tasks enter the conversation like messages."""
+        settings = self.settings
+        self.stores.schedules.policy = SchedulePolicy(
+            default_tz=settings.timezone,
+            per_user=settings.schedules_per_user,
+            min_interval_seconds=settings.schedule_min_interval_seconds,
+        )
+        delivery = FireDelivery(self.router.perform, self.stores.messages, self.conversation.submit)
+        return Scheduler(self.stores.schedules, delivery, clock=self._clock)
 
     def _model(self, given: Model | None, ref: str) -> Model:
         """The model passed in, or one built from the settings (and then closed by `stop`)."""
@@ -183,6 +198,8 @@ class App:
                 await channel.stop()
             except Exception:
                 log.exception("channel %s did not stop cleanly", channel.name)
+        if hasattr(self, "scheduler"):
+            await self.scheduler.stop()
         if hasattr(self, "gate"):
             await self.gate.close()
         if hasattr(self, "conversation"):

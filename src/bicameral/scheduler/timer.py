@@ -93,9 +93,9 @@ class Scheduler:
         try:
             delivered = await self._deliver(fire)
         except Exception:
-            log.exception("fire %d of schedule %d could not be delivered; it is retried on the next start", fire.id, fire.schedule_id)
+            log.exception("fire %d of schedule %d not delivered; retried on the next start", fire.id, fire.schedule_id)
             return
         if delivered:
             self._store.delivered(fire.id, self._clock())
         else:
-            log.warning("fire %d of schedule %d was not delivered; it is retried on the next start", fire.id, fire.schedule_id)
+            log.warning("fire %d of schedule %d not delivered; retried on the next start", fire.id, fire.schedule_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import pairwise
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -48,7 +49,7 @@ def shortest_gap(expr: str, tz: str, after: float) -> float:
     times = [next_cron(expr, tz, after)]
     for _ in range(_GAPS_CHECKED):
         times.append(next_cron(expr, tz, times[-1]))
-    return min(b - a for a, b in zip(times, times[1:], strict=False))
+    return min(b - a for a, b in pairwise(times))
 
 
 def readable(epoch: float, tz: str) -> str:

@@ -13,6 +13,15 @@ Kind = Literal["text", "task"]
 State = Literal["active", "paused", "done"]
 
 
+@dataclass(frozen=True)
+class SchedulePolicy:
+    """The settings the schedule tools apply (set by the app from Settings; tools never see Settings)."""
+
+    default_tz: str = "UTC"
+    per_user: int = 50
+    min_interval_seconds: float = 300.0
+
+
 class ScheduleLimitError(Exception):
     """The person already has as many live schedules as the limit allows."""
 
@@ -58,6 +67,7 @@ class ScheduleStore:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._listeners: list[Callable[[], None]] = []
+        self.policy = SchedulePolicy()
 
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call `listener` after every change to what is due (the scheduler re-arms its one timer)."""
@@ -130,13 +140,13 @@ class ScheduleStore:
         cron: str | None = None,
         clear_cron: bool = False,
     ) -> None:
-        """Change what is given; pausing or finishing clears the due time, activating must bring one."""
+        """Change what is given; finishing clears the due time (a paused one keeps it for resuming)."""
         sets: list[str] = []
         params: list[object] = []
         if state is not None:
             sets.append("state = ?")
             params.append(state)
-        if state in ("paused", "done"):
+        if state == "done":
             sets.append("next_due = NULL")
         elif next_due is not None:
             sets.append("next_due = ?")
