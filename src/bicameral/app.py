@@ -193,13 +193,13 @@ class App:
         if self._stopped or not self._started:
             return
         self._stopped = True
+        if hasattr(self, "scheduler"):
+            await self.scheduler.stop()  # first: fires under way still have their channels
         for channel in self.channels:
             try:
                 await channel.stop()
             except Exception:
                 log.exception("channel %s did not stop cleanly", channel.name)
-        if hasattr(self, "scheduler"):
-            await self.scheduler.stop()
         if hasattr(self, "gate"):
             await self.gate.close()
         if hasattr(self, "conversation"):

@@ -34,10 +34,22 @@ class Scheduler:
         pending = self._store.pending_fires()
         if pending:
             log.info("delivering %d fire(s) recorded before the last stop", len(pending))
-        await asyncio.gather(*(self._hand_over(fire) for fire in pending))
+        for fire in pending:
+            self._spawn(fire)
         self._loop = asyncio.create_task(self._run(), name="scheduler")
 
-    async def stop(self) -> None:
+    def _spawn(self, fire: Fire) -> None:
+        """Deliver in the background: a slow chat must not hold up the clock or the start."""
+        task = asyncio.create_task(self._hand_over(fire), name=f"fire:{fire.id}")
+        self._deliveries.add(task)
+        task.add_done_callback(self._deliveries.discard)
+
+    async def stop(self, grace: float = 1.0) -> None:
+        """Stop the timer; deliveries under way get `grace` seconds to finish (the rest are re-sent on start)."""
+        if self._loop is not None:
+            self._loop.cancel()
+        if self._deliveries:
+            await asyncio.wait(set(self._deliveries), timeout=grace)
         tasks = [t for t in (self._loop, *self._deliveries) if t is not None]
         for task in tasks:
             task.cancel()
@@ -85,9 +97,7 @@ class Scheduler:
                         log.warning("schedule %d has an unusable cron %r; finishing it", schedule.id, schedule.cron)
                 fire = self._store.fire(schedule, now=now, next_due=next_due)
                 if fire is not None:
-                    task = asyncio.create_task(self._hand_over(fire), name=f"fire:{fire.id}")
-                    self._deliveries.add(task)
-                    task.add_done_callback(self._deliveries.discard)
+                    self._spawn(fire)
 
     async def _hand_over(self, fire: Fire) -> None:
         try:
