@@ -18,6 +18,7 @@ class FakeTime:
         target = self.now + delay
         async with self._moved:
             self.sleeping += 1
+            self._moved.notify_all()
             try:
                 await self._moved.wait_for(lambda: self.now >= target)
             finally:
@@ -30,6 +31,5 @@ class FakeTime:
 
     async def until_sleeping(self, timeout: float = 10.0) -> None:
         """Wait until something sleeps on this clock (the timer is armed)."""
-        async with asyncio.timeout(timeout):
-            while not self.sleeping:
-                await asyncio.sleep(0.01)
+        async with asyncio.timeout(timeout), self._moved:
+            await self._moved.wait_for(lambda: self.sleeping > 0)
