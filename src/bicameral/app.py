@@ -18,6 +18,7 @@ from bicameral.conversation.lanes import Conversation
 from bicameral.conversation.router import ActionRouter
 from bicameral.conversation.turn import TurnHandler
 from bicameral.errors import ConfigError
+from bicameral.events import chat_key
 from bicameral.front.chamber import FrontChamber
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
@@ -25,7 +26,7 @@ from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
 from bicameral.redaction import Redactor
-from bicameral.scheduler import FireDelivery, Scheduler
+from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
 from bicameral.store.schedules import SchedulePolicy
@@ -146,6 +147,12 @@ class App:
             default_tz=settings.timezone,
             per_user=settings.schedules_per_user,
             min_interval_seconds=settings.schedule_min_interval_seconds,
+        )
+        owner = settings.owner_id
+        owner_chat = chat_key(self.channels[0].name, owner) if owner is not None and self.channels else None
+        seed_reflection(
+            self.stores.schedules, enabled=settings.self_reflection, owner_chat=owner_chat,
+            cron=settings.self_reflection_cron, now=self._clock(),
         )
         delivery = FireDelivery(self.router.perform, self.stores.messages, self.conversation.submit)
         return Scheduler(self.stores.schedules, delivery, clock=self._clock)

@@ -138,6 +138,8 @@ class Settings(BaseSettings):
     timezone: str = "UTC"  # the owner's IANA zone; anyone else's until they set theirs with /timezone
     schedules_per_user: int = Field(default=50, ge=1)
     schedule_min_interval_seconds: float = Field(default=300.0, ge=1)  # refuses "every second"
+    self_reflection: bool = False  # the daily review that proposes lessons to the owner (needs owner_id)
+    self_reflection_cron: str = "0 0 * * *"  # when it runs, on UTC
 
     # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---
     # The `claude` CLI runs the turns; these bound how it is run and supervised.

@@ -173,6 +173,38 @@ class ScheduleStore:
         )
         return [_schedule(r) for r in rows]
 
+    def keep_protected(
+        self, key: str, *, chat: str, creator: str, body: str, tz: str, cron: str, next_due: float, now: float
+    ) -> Schedule:
+        """The protected schedule `key`, created or brought back to life with this body and rule."""
+        existing = self.by_key(key)
+        if existing is None:
+            return self.create(
+                chat=chat, creator=creator, kind="task", body=body, tz=tz, next_due=next_due, now=now, cron=cron,
+                protected=key,
+            )
+        with self._db.tx() as conn:
+            unchanged = existing.state == "active" and existing.cron == cron and existing.tz == tz and existing.chat == chat
+            conn.execute(
+                """UPDATE schedules SET chat = ?, creator = ?, body = ?, tz = ?, cron = ?, state = 'active',
+                   next_due = ? WHERE id = ?""",
+                (chat, creator, body, tz, cron, existing.next_due if unchanged else next_due, existing.id),
+            )
+        self._changed()
+        kept = self.get(existing.id)
+        assert kept is not None
+        return kept
+
+    def retire_protected(self, key: str) -> bool:
+        """Finish the protected schedule `key` (its feature was turned off); True if one was live."""
+        with self._db.tx() as conn:
+            done = conn.execute(
+                "UPDATE schedules SET state = 'done', next_due = NULL WHERE protected = ? AND state != 'done'", (key,)
+            ).rowcount
+        if done:
+            self._changed()
+        return bool(done)
+
     # --- fires ---
 
     def fire(self, schedule: Schedule, *, now: float, next_due: float | None) -> Fire | None:
