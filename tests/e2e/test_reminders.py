@@ -20,6 +20,11 @@ def _open_access(settings) -> None:
     path.write_text(json.dumps({"policy": "open"}))
 
 
+def _result_of(req) -> str:
+    """The task result inside the front's voice-pass request."""
+    return req.last_user_text().split("<result>")[-1].split("</result>")[0].strip()
+
+
 def _stored(settings, *schedules: dict) -> list[int]:
     """Schedules written into the database before the assistant starts (as a previous run left them)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -138,3 +143,25 @@ async def test_timezone_command_sets_the_zone_new_reminders_use(telegram, models
     telegram.user_sends(OWNER, "remind me to have tea on 5 January 2099 at 5 pm")
     await until_sent(telegram, OWNER, "Set.")
     assert models.requests[1].tool_results()[0]["content"] == "Reminder #1 set for Mon 5 Jan 2099, 17:00 Asia/Tokyo."
+
+
+async def test_in_two_chambers_a_reminder_needs_no_model_and_a_task_runs_on_the_back(telegram, models, start_bot, make_settings):
+    models.script(Reply(tool_calls=[ToolCall("spawn", {"spec": "Summarise the news on X.", "label": "news"})]), model="front")
+    models.responder(lambda req: Reply(text="Here you go: " + _result_of(req)), model="front")
+    models.script(Reply(text="News on X: a calm day."), model="back")
+    now = time.time()
+    _stored(
+        make_settings(),
+        {"kind": "text", "body": "stretch", "next_due": now - 1},
+        {"kind": "task", "body": "summarise the news on X", "next_due": now - 1, "creator": f"telegram:{OWNER}"},
+    )
+    await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=150)
+    await until_sent(telegram, OWNER, "⏰ Reminder: stretch")
+    for _ in range(400):
+        if any("calm day" in m["text"] for m in telegram.sent_messages(OWNER)):
+            break
+        await asyncio.sleep(0.05)
+    assert any("calm day" in m["text"] for m in telegram.sent_messages(OWNER))
+    triage = json.dumps(models.requests_for("front")[0].raw, ensure_ascii=False)
+    assert "scheduled_task" in triage and "summarise the news on X" in triage
+    assert "Summarise the news on X." in json.dumps(models.requests_for("back")[0].raw, ensure_ascii=False)
