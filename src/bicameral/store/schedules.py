@@ -113,6 +113,16 @@ class ScheduleStore:
         assert found is not None
         return found
 
+    def create_reminders(self, rows: list[tuple[str, str, float]], *, tz: str, now: float) -> None:
+        """Many one-shot text reminders, (chat, text, due) each, in one write (imports and load tests)."""
+        with self._db.tx() as conn:
+            conn.executemany(
+                """INSERT INTO schedules (chat, creator, kind, body, tz, next_due, created_at)
+                   VALUES (?, ?, 'text', ?, ?, ?, ?)""",
+                [(chat, chat, text, tz, due, now) for chat, text, due in rows],
+            )
+        self._changed()
+
     def get(self, schedule_id: int) -> Schedule | None:
         row = self._db.query_one("SELECT * FROM schedules WHERE id = ?", (schedule_id,))
         return _schedule(row) if row else None
@@ -233,6 +243,10 @@ class ScheduleStore:
     def pending_fires(self) -> list[Fire]:
         rows = self._db.query("SELECT * FROM schedule_fires WHERE status = 'pending' ORDER BY id")
         return [_fire(r) for r in rows]
+
+    def fire_lags(self) -> list[float]:
+        """For every fire: seconds from its due time to when it was recorded (the scheduler's own lateness)."""
+        return [row[0] for row in self._db.query("SELECT fired_at - due_at FROM schedule_fires ORDER BY id")]
 
     def delivered(self, fire_id: int, now: float) -> None:
         with self._db.tx() as conn:
