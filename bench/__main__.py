@@ -23,6 +23,7 @@ from bench.memory import run_memory
 from bench.overhead import run_overhead
 from bench.recall import run_recall
 from bench.report import Figure, machine, print_report
+from bench.scheduler import run_scheduler
 from bench.startup import run_startup
 from bicameral.config import Settings
 
@@ -41,11 +42,13 @@ class Plan:
     task_exchanges: int = 10  # chambers: one-tool-call requests per mode
     mode: str | None = None  # None: the shipped default
     recall_sizes: tuple[int, ...] = (300, 10_000, 100_000)  # recall: facts in the store
+    stored_schedules: int = 10_000  # scheduler: schedules in the store at start-up
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
 QUICK = Plan(
-    messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0, recall_sizes=(300, 10_000)
+    messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0,
+    recall_sizes=(300, 10_000), stored_schedules=2_000,
 )
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
@@ -85,6 +88,11 @@ async def _recall(plan: Plan) -> list[Figure]:
     return (await run_recall(plan.recall_sizes)).figures()
 
 
+async def _scheduler(plan: Plan) -> list[Figure]:
+    # Reminders go out without a model; the mode does not apply.
+    return (await run_scheduler(stored=plan.stored_schedules)).figures()
+
+
 # Memory runs first: its in-process figures should not include what later scenarios leave behind.
 SCENARIOS: dict[str, Scenario] = {
     "memory": _memory,
@@ -95,6 +103,7 @@ SCENARIOS: dict[str, Scenario] = {
     "chambers": _chambers,
     "local": _local,
     "recall": _recall,
+    "scheduler": _scheduler,
 }
 
 

@@ -20,6 +20,7 @@ from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.router import ActionRouter
 from bicameral.conversation.turn import TurnHandler
 from bicameral.errors import ConfigError
+from bicameral.events import chat_key
 from bicameral.front.chamber import FrontChamber
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
@@ -27,8 +28,10 @@ from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
 from bicameral.redaction import Redactor
+from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
+from bicameral.store.schedules import SchedulePolicy
 from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
@@ -120,6 +123,8 @@ class App:
             log.info("channel %s ready", channel.name)
         await self.outbox.start()  # first delivers what the previous process left unsent
         await self.conversation.recover()
+        self.scheduler = self._build_scheduler()
+        await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,
         # which otherwise stall a turn for ~150 ms now and then.
         gc.freeze()
@@ -146,6 +151,24 @@ class App:
             executor = NativeExecutor(settings, self.stores, self._runner(back_model, back_tools))
         front_model = self._model(self._given_models[1], settings.front_model)
         return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.outbox)
+
+    def _build_scheduler(self) -> Scheduler:
+        """Reminders go out through the outbox; scheduled tasks enter the conversation like messages."""
+        settings = self.settings
+        self.stores.schedules.policy = SchedulePolicy(
+            default_tz=settings.timezone,
+            per_user=settings.schedules_per_user,
+            min_interval_seconds=settings.schedule_min_interval_seconds,
+        )
+        owner = settings.owner_id
+        owner_chat = chat_key(self.channels[0].name, owner) if owner is not None and self.channels else None
+        seed_reflection(
+            self.stores.schedules, enabled=settings.self_reflection, owner_chat=owner_chat,
+            cron=settings.self_reflection_cron, now=self._clock(),
+        )
+        # Through the outbox: once a reminder is recorded there, its delivery survives retries and restarts.
+        delivery = FireDelivery(self.outbox.perform, self.stores.messages, self.conversation.submit)
+        return Scheduler(self.stores.schedules, delivery, clock=self._clock)
 
     def _model(self, given: Model | None, ref: str) -> Model:
         """The model passed in, or one built from the settings (and then closed by `stop`)."""
@@ -200,6 +223,8 @@ class App:
         if self._stopped or not self._started:
             return
         self._stopped = True
+        if hasattr(self, "scheduler"):
+            await self.scheduler.stop()  # first: fires under way still have their channels
         if self._finishing is not None:
             self._finishing.cancel()
         for channel in self.channels:

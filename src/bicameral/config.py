@@ -141,6 +141,13 @@ class Settings(BaseSettings):
     memory_extraction: bool = False  # after each reply, ask the model (the front's) for facts worth keeping
     session_compact_tokens: int = Field(default=24000, ge=0)  # single mode: summarise older turns past this (0 = never)
 
+    # --- reminders and scheduled tasks ---
+    timezone: str = "UTC"  # the owner's IANA zone; anyone else's until they set theirs with /timezone
+    schedules_per_user: int = Field(default=50, ge=1)
+    schedule_min_interval_seconds: float = Field(default=300.0, ge=1)  # refuses "every second"
+    self_reflection: bool = False  # the daily review that proposes lessons to the owner (needs owner_id)
+    self_reflection_cron: str = "0 0 * * *"  # when it runs, on UTC
+
     # --- Claude Code executor (BICAMERAL_BACK_MODEL=claude-code:<model>) ---
     # The `claude` CLI runs the turns; these bound how it is run and supervised.
     claude_bin: str = "claude"
@@ -184,6 +191,17 @@ class Settings(BaseSettings):
             elif self.openai_api_key is not None:
                 setattr(self, name, defaults["openai"])
         return self
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}: use an IANA name like Europe/Berlin") from None
+        return value
 
     @field_validator("log_level")
     @classmethod

@@ -16,7 +16,7 @@ LAYERS: list[set[str]] = [
     {"types", "backoff", "observe", "prompts", "failures"},  # shared shapes, retry schedule, logging, prompts, failure sentences
     {"models", "store", "channels"},  # the parts: completion APIs, SQLite, platforms
     {"tools"},  # the registry and the tools
-    {"mcp", "agent", "tasks", "conversation"},  # the machinery every mode shares
+    {"mcp", "agent", "tasks", "conversation", "scheduler"},  # the machinery every mode shares
     {"gate", "front", "back", "single", "claude_code"},  # the intake and the chambers
     {"app", "doctor"},  # wiring
     {"cli"},  # the command line

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from bicameral.config import Settings
 from bicameral.conversation.memory import command_reach, forget_command, memory_command
 from bicameral.conversation.outbox import Outbox
+from bicameral.conversation.schedules import reminders_command, timezone_command
 from bicameral.conversation.turn import Turn, TurnHandler
 from bicameral.events import Action, ActionResult, Inbound, SendText, Typing, is_owner
 from bicameral.failures import failure_detail, failure_sentence
@@ -82,6 +84,8 @@ class Conversation:
             await self._reset(lane, inbound)
         elif command in ("memory", "forget") and self._stores is not None:
             await self._memory(inbound, command)
+        elif command in ("reminders", "timezone") and self._stores is not None:
+            await self._schedules(inbound, command)
         elif command in ("start", "help"):
             self._messages.mark_consumed([inbound.row_id])
             await self._say(inbound, _greeting(self._settings.bot_name))
@@ -277,6 +281,24 @@ class Conversation:
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, text)
 
+    async def _schedules(self, inbound: Inbound, command: str) -> None:
+        """/reminders [pause|resume|cancel <n>] and /timezone [Area/City]: answered at once, never queued."""
+        assert self._stores is not None
+        parts = inbound.text.split(maxsplit=1)
+        argument = parts[1] if len(parts) > 1 else ""
+        store = self._stores.schedules
+        try:
+            if command == "reminders":
+                owner = is_owner(inbound, self._settings.owner_id)
+                text = reminders_command(store, inbound, argument, owner=owner, now=time.time())
+            else:
+                text = timezone_command(store, inbound, argument)
+        except Exception:
+            log.exception("/%s failed in %s", command, inbound.chat)
+            text = f"I couldn't do /{command} just now (an error on my side). Please try again."
+        self._messages.mark_consumed([inbound.row_id])
+        await self._say(inbound, text)
+
     async def _cancel_turn(self, lane: _Lane) -> None:
         if lane.busy and lane.turn is not None:
             lane.stop_requested = True
@@ -297,5 +319,6 @@ def _greeting(name: str) -> str:
     return (
         f"Hi, I'm {name}. Just write to me like you would to a person.\n\n"
         "/stop stops what I'm doing · /reset starts our conversation fresh\n"
-        "/memory shows what I remember about you · /forget <id or words> deletes it"
+        "/memory shows what I remember about you · /forget <id or words> deletes it\n"
+        "/reminders lists your reminders · /timezone <Area/City> sets your time zone"
     )

@@ -15,6 +15,7 @@ from bicameral.store.memory import Memory
 from bicameral.store.messages import MessageStore
 from bicameral.store.outbox import OutboxStore
 from bicameral.store.ratelimits import RateLimitStore
+from bicameral.store.schedules import ScheduleStore
 from bicameral.store.sessions import SessionStore
 from bicameral.store.tool_calls import ToolCallStore
 from bicameral.store.unauthorized import UnauthorizedStore
@@ -33,6 +34,7 @@ class Stores:
     memory: Memory
     instructions: Instructions
     learnings: Learnings
+    schedules: ScheduleStore
     redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
@@ -55,6 +57,7 @@ class Stores:
             memory=Memory(db, beside / "memory", committed=committed_memory),
             instructions=Instructions(beside / "instructions"),
             learnings=Learnings(beside / "self" / "learnings.md"),
+            schedules=ScheduleStore(db),
             redact=redact,
         )
 

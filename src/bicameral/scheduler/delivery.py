@@ -1,0 +1,70 @@
+"""How a fire reaches its chat: a reminder's text is sent as is; a scheduled task becomes a turn.
+
+A text reminder goes straight out through the router, like any reply: it is the person's own words, so
+a model turn would only add cost and seconds of delay, could reword or drop it, and a thousand due at
+once would be a thousand model calls. Going through the router keeps it in the chat's one outbound path
+(recorded as sent, so later turns see it). A task needs thinking, so it enters as a synthetic inbound
+message through the same inbox as a person's: persisted as pending first (a crash replays it), then
+answered by whichever chamber runs the chat (a turn in single mode; the front hands it to the back).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+from bicameral.events import Inbound, Sender, SendText, split_chat_key
+from bicameral.store.messages import MessageStore
+from bicameral.store.schedule_times import lateness
+from bicameral.store.schedules import Fire
+from bicameral.types import Perform
+
+log = logging.getLogger(__name__)
+
+REMINDER_PREFIX = "⏰ Reminder: "
+
+
+class FireDelivery:
+    def __init__(
+        self,
+        perform: Perform,
+        messages: MessageStore,
+        submit: Callable[[Inbound], Awaitable[None]],
+        *,
+        late_after_seconds: float = 60.0,
+    ) -> None:
+        self._perform = perform
+        self._messages = messages
+        self._submit = submit
+        self._late_after = late_after_seconds
+
+    async def __call__(self, fire: Fire) -> bool:
+        late = ""
+        if fire.late_by > self._late_after:
+            late = f" (late by {lateness(fire.late_by)}: I was offline when it was due)"
+        if fire.kind == "text":
+            result = await self._perform(SendText(chat=fire.chat, text=REMINDER_PREFIX + fire.body + late))
+            # A queued message counts as delivered (ok): the outbox has it recorded and retries it across restarts.
+            if not result.ok:
+                log.warning("reminder %d to %s not sent: %s", fire.schedule_id, fire.chat, result.error)
+            return result.ok
+        channel, _ = split_chat_key(fire.chat)
+        person = split_chat_key(fire.creator)[1] if fire.creator != fire.chat else "scheduler"
+        inbound = Inbound(
+            channel=channel,
+            chat=fire.chat,
+            message_id=f"schedule-{fire.schedule_id}-fire-{fire.id}",
+            sender=Sender(id=person, name="scheduled task"),
+            text=f'<scheduled_task id="{fire.schedule_id}"{late and " late=" + repr(lateness(fire.late_by))}>\n'
+            f"{fire.body}\n</scheduled_task>",
+            ts=fire.fired_at,
+            kind="synthetic",
+            chat_type="private" if fire.private else "group",
+            # Negative: never a platform's update id, and unique per fire, so a re-delivery is stored once.
+            update_id=-fire.id,
+        )
+        row_id = self._messages.record_inbound(inbound)
+        if row_id is not None:
+            await self._submit(replace(inbound, row_id=row_id))
+        return True

@@ -1,0 +1,283 @@
+"""The schedules, schedule_fires and user_timezones tables: what is due when, and each fire until delivered."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from bicameral.store.db import Database
+
+Kind = Literal["text", "task"]
+State = Literal["active", "paused", "done"]
+
+
+@dataclass(frozen=True)
+class SchedulePolicy:
+    """The settings the schedule tools apply (set by the app from Settings; tools never see Settings)."""
+
+    default_tz: str = "UTC"
+    per_user: int = 50
+    min_interval_seconds: float = 300.0
+
+
+class ScheduleLimitError(Exception):
+    """The person already has as many live schedules as the limit allows."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    id: int
+    chat: str
+    creator: str
+    private: bool
+    kind: Kind
+    body: str
+    cron: str | None
+    tz: str
+    state: State
+    next_due: float | None
+    last_fired: float | None
+    protected: str | None
+
+    @property
+    def recurring(self) -> bool:
+        return self.cron is not None
+
+
+@dataclass(frozen=True)
+class Fire:
+    id: int
+    schedule_id: int
+    chat: str
+    creator: str
+    private: bool
+    kind: Kind
+    body: str
+    due_at: float
+    fired_at: float
+
+    @property
+    def late_by(self) -> float:
+        return self.fired_at - self.due_at
+
+
+class ScheduleStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._listeners: list[Callable[[], None]] = []
+        self.policy = SchedulePolicy()
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after every change to what is due (the scheduler re-arms its one timer)."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+    # --- schedules ---
+
+    def create(
+        self,
+        *,
+        chat: str,
+        creator: str,
+        kind: Kind,
+        body: str,
+        tz: str,
+        next_due: float,
+        now: float,
+        cron: str | None = None,
+        private: bool = True,
+        limit: int | None = None,
+        protected: str | None = None,
+    ) -> Schedule:
+        """Add a schedule; over `limit` live ones for the creator raises ScheduleLimitError (checked in the same write)."""
+        with self._db.tx() as conn:
+            if limit is not None:
+                live = conn.execute(
+                    "SELECT COUNT(*) FROM schedules WHERE creator = ? AND state != 'done' AND protected IS NULL", (creator,)
+                ).fetchone()[0]
+                if live >= limit:
+                    raise ScheduleLimitError(f"{creator} has {live} schedules (limit {limit})")
+            cursor = conn.execute(
+                """INSERT INTO schedules (chat, creator, private, kind, body, cron, tz, next_due, protected, created_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (chat, creator, int(private), kind, body, cron, tz, next_due, protected, now),
+            )
+            schedule_id = int(cursor.lastrowid or 0)
+        self._changed()
+        found = self.get(schedule_id)
+        assert found is not None
+        return found
+
+    def create_reminders(self, rows: list[tuple[str, str, float]], *, tz: str, now: float) -> None:
+        """Many one-shot text reminders, (chat, text, due) each, in one write (imports and load tests)."""
+        with self._db.tx() as conn:
+            conn.executemany(
+                """INSERT INTO schedules (chat, creator, kind, body, tz, next_due, created_at)
+                   VALUES (?, ?, 'text', ?, ?, ?, ?)""",
+                [(chat, chat, text, tz, due, now) for chat, text, due in rows],
+            )
+        self._changed()
+
+    def get(self, schedule_id: int) -> Schedule | None:
+        row = self._db.query_one("SELECT * FROM schedules WHERE id = ?", (schedule_id,))
+        return _schedule(row) if row else None
+
+    def by_key(self, protected: str) -> Schedule | None:
+        row = self._db.query_one("SELECT * FROM schedules WHERE protected = ?", (protected,))
+        return _schedule(row) if row else None
+
+    def live(self, chat: str | None = None, limit: int = 200) -> list[Schedule]:
+        """Active and paused schedules, soonest first; of one chat, or of all when `chat` is None."""
+        where = "state != 'done'" + (" AND chat = ?" if chat is not None else "")
+        rows = self._db.query(
+            f"SELECT * FROM schedules WHERE {where} ORDER BY next_due IS NULL, next_due, id LIMIT ?",
+            (chat, limit) if chat is not None else (limit,),
+        )
+        return [_schedule(r) for r in rows]
+
+    def update(
+        self,
+        schedule_id: int,
+        *,
+        state: State | None = None,
+        next_due: float | None = None,
+        body: str | None = None,
+        cron: str | None = None,
+        clear_cron: bool = False,
+    ) -> None:
+        """Change what is given; finishing clears the due time (a paused one keeps it for resuming)."""
+        sets: list[str] = []
+        params: list[object] = []
+        if state is not None:
+            sets.append("state = ?")
+            params.append(state)
+        if state == "done":
+            sets.append("next_due = NULL")
+        elif next_due is not None:
+            sets.append("next_due = ?")
+            params.append(next_due)
+        if body is not None:
+            sets.append("body = ?")
+            params.append(body)
+        if cron is not None or clear_cron:
+            sets.append("cron = ?")
+            params.append(cron)
+        if not sets:
+            return
+        with self._db.tx() as conn:
+            conn.execute(f"UPDATE schedules SET {', '.join(sets)} WHERE id = ?", (*params, schedule_id))
+        self._changed()
+
+    def next_due_at(self) -> float | None:
+        row = self._db.query_one("SELECT MIN(next_due) FROM schedules WHERE state = 'active'")
+        return row[0] if row else None
+
+    def due(self, now: float, limit: int = 500) -> list[Schedule]:
+        rows = self._db.query(
+            "SELECT * FROM schedules WHERE state = 'active' AND next_due <= ? ORDER BY next_due, id LIMIT ?", (now, limit)
+        )
+        return [_schedule(r) for r in rows]
+
+    def keep_protected(
+        self, key: str, *, chat: str, creator: str, body: str, tz: str, cron: str, next_due: float, now: float
+    ) -> Schedule:
+        """The protected schedule `key`, created or brought back to life with this body and rule."""
+        existing = self.by_key(key)
+        if existing is None:
+            return self.create(
+                chat=chat, creator=creator, kind="task", body=body, tz=tz, next_due=next_due, now=now, cron=cron,
+                protected=key,
+            )
+        with self._db.tx() as conn:
+            unchanged = existing.state == "active" and existing.cron == cron and existing.tz == tz and existing.chat == chat
+            conn.execute(
+                """UPDATE schedules SET chat = ?, creator = ?, body = ?, tz = ?, cron = ?, state = 'active',
+                   next_due = ? WHERE id = ?""",
+                (chat, creator, body, tz, cron, existing.next_due if unchanged else next_due, existing.id),
+            )
+        self._changed()
+        kept = self.get(existing.id)
+        assert kept is not None
+        return kept
+
+    def retire_protected(self, key: str) -> bool:
+        """Finish the protected schedule `key` (its feature was turned off); True if one was live."""
+        with self._db.tx() as conn:
+            done = conn.execute(
+                "UPDATE schedules SET state = 'done', next_due = NULL WHERE protected = ? AND state != 'done'", (key,)
+            ).rowcount
+        if done:
+            self._changed()
+        return bool(done)
+
+    # --- fires ---
+
+    def fire(self, schedule: Schedule, *, now: float, next_due: float | None) -> Fire | None:
+        """Record the fire and move the schedule on (to `next_due`, or done) in one write.
+
+        None if the schedule changed since it was read (edited, paused, fired by someone else)."""
+        with self._db.tx() as conn:
+            moved = conn.execute(
+                """UPDATE schedules SET last_fired = ?, next_due = ?, state = ?
+                   WHERE id = ? AND state = 'active' AND next_due = ?""",
+                (now, next_due, "active" if next_due is not None else "done", schedule.id, schedule.next_due),
+            ).rowcount
+            if not moved:
+                return None
+            assert schedule.next_due is not None
+            cursor = conn.execute(
+                """INSERT INTO schedule_fires (schedule_id, chat, creator, private, kind, body, due_at, fired_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (schedule.id, schedule.chat, schedule.creator, int(schedule.private), schedule.kind, schedule.body,
+                 schedule.next_due, now),
+            )
+            fire_id = int(cursor.lastrowid or 0)
+        return Fire(fire_id, schedule.id, schedule.chat, schedule.creator, schedule.private, schedule.kind,
+                    schedule.body, schedule.next_due, now)
+
+    def pending_fires(self) -> list[Fire]:
+        rows = self._db.query("SELECT * FROM schedule_fires WHERE status = 'pending' ORDER BY id")
+        return [_fire(r) for r in rows]
+
+    def fire_lags(self) -> list[float]:
+        """For every fire: seconds from its due time to when it was recorded (the scheduler's own lateness)."""
+        return [row[0] for row in self._db.query("SELECT fired_at - due_at FROM schedule_fires ORDER BY id")]
+
+    def delivered(self, fire_id: int, now: float) -> None:
+        with self._db.tx() as conn:
+            conn.execute(
+                "UPDATE schedule_fires SET status = 'delivered', delivered_at = ? WHERE id = ?", (now, fire_id)
+            )
+
+    # --- time zones ---
+
+    def timezone_of(self, user: str) -> str | None:
+        row = self._db.query_one("SELECT tz FROM user_timezones WHERE user = ?", (user,))
+        return row["tz"] if row else None
+
+    def set_timezone(self, user: str, tz: str) -> None:
+        with self._db.tx() as conn:
+            conn.execute(
+                "INSERT INTO user_timezones (user, tz) VALUES (?, ?) ON CONFLICT(user) DO UPDATE SET tz = excluded.tz",
+                (user, tz),
+            )
+
+
+def _schedule(row: sqlite3.Row) -> Schedule:
+    return Schedule(
+        id=row["id"], chat=row["chat"], creator=row["creator"], private=bool(row["private"]), kind=row["kind"],
+        body=row["body"], cron=row["cron"], tz=row["tz"], state=row["state"], next_due=row["next_due"],
+        last_fired=row["last_fired"], protected=row["protected"],
+    )
+
+
+def _fire(row: sqlite3.Row) -> Fire:
+    return Fire(
+        id=row["id"], schedule_id=row["schedule_id"], chat=row["chat"], creator=row["creator"],
+        private=bool(row["private"]), kind=row["kind"], body=row["body"], due_at=row["due_at"], fired_at=row["fired_at"],
+    )
