@@ -48,6 +48,7 @@ ALLOWED = {
     "click", "rich", "pygments",
     "cryptography",  # python-telegram-bot's Passport support imports it whenever it is installed
     "pytz",  # python-telegram-bot uses it for time zones whenever it is installed
+    "cronsim",  # the scheduler parses the stored cron schedules at start
     # memory: front matter of the memory files, and the read-only SQL check
     "yaml", "sqlglot", "mypy_extensions",
     "bicameral",

@@ -39,6 +39,7 @@ def test_json_output_holds_every_figure(capsys):
 
 
 @pytest.mark.local_model
+@pytest.mark.timeout(300)  # it loads the GGUF in a fresh process; slow on a loaded machine
 async def test_local_chat_reports_its_first_token():
     pytest.importorskip("llama_cpp")
     from bench.local import run_local
