@@ -101,8 +101,8 @@ class Settings(BaseSettings):
     # --- conversation engine ---
     debounce_ms: int = Field(default=1500, ge=0)
     typing_interval_seconds: float = Field(default=4.0, gt=0)
-    # Providers meter requests and tokens per minute, not connections; their SDK pools allow 1000
-    # connections. The cap only bounds memory: above a 200-chat burst, so such a burst runs in one wave.
+    # Providers meter requests and tokens per minute, not connections: the cap bounds memory and
+    # the Bot API client's open connections (a 200-chat burst runs in waves).
     max_concurrent_turns: int = Field(default=64, ge=1)
     max_inbound_chars: int = Field(default=16000, ge=100)
     rate_limit_per_min: int = Field(default=20, ge=0)

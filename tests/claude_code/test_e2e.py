@@ -327,7 +327,7 @@ async def test_two_chats_at_once_each_get_their_own_answer(telegram, models, sta
 
     models.responder(routed(decide))
     app = await start_cc_bot(debounce_ms=0)
-    app.gate._access.save(app.gate._access.config.model_copy(update={"policy": "open"}))
+    app.gate.access.save(app.gate.access.config.model_copy(update={"policy": "open"}))
     other = 5005
     telegram.user_sends(OWNER, "I am the owner")
     telegram.user_sends(other, "I am someone else", user_id=other, first_name="Bob")

@@ -61,6 +61,9 @@ def _short(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+_UNAVAILABLE = "reminders are not available in this conversation"
+
+
 def _store(ctx: ToolContext) -> ScheduleStore | None:
     return ctx.stores.schedules if ctx.stores is not None else None
 
@@ -97,21 +100,23 @@ def _due(store: ScheduleStore, when: When, tz: str, now: float) -> tuple[float, 
     return due, None
 
 
-def _find(store: ScheduleStore, ctx: ToolContext, schedule_id: int) -> Schedule | ToolResult:
-    """The schedule if this chat (or the owner) may touch it; the same answer whether it is missing or not ours."""
+def _target(ctx: ToolContext, schedule_id: int) -> tuple[ScheduleStore, Schedule] | ToolResult:
+    """The store and the schedule this chat (or the owner) may change, or the answer saying why not.
+
+    A missing schedule and another chat's get the same answer; a protected one is refused.
+    """
+    store = _store(ctx)
+    if store is None:
+        return ToolResult.error(_UNAVAILABLE)
     schedule = store.get(schedule_id)
     if schedule is None or schedule.state == "done" or (schedule.chat != ctx.chat and not ctx.is_owner):
         return ToolResult.error(f"there is no schedule #{schedule_id} in this chat; list them to see the numbers")
-    return schedule
-
-
-def _guarded(schedule: Schedule) -> ToolResult | None:
     if schedule.protected is not None:
         return ToolResult.error(
             f"#{schedule.id} is a protected schedule the assistant keeps; it cannot be changed here "
             "(the owner turns it off in the settings)"
         )
-    return None
+    return store, schedule
 
 
 class CreateSchedule(Tool[CreateArgs]):
@@ -125,7 +130,7 @@ class CreateSchedule(Tool[CreateArgs]):
     async def run(self, args: CreateArgs, ctx: ToolContext) -> ToolResult:
         store = _store(ctx)
         if store is None:
-            return ToolResult.error("reminders are not available in this conversation")
+            return ToolResult.error(_UNAVAILABLE)
         creator = _creator(ctx)
         now = ctx.now().timestamp()
         try:
@@ -156,7 +161,7 @@ class ListSchedules(Tool[ListArgs]):
     async def run(self, args: ListArgs, ctx: ToolContext) -> ToolResult:
         store = _store(ctx)
         if store is None:
-            return ToolResult.error("reminders are not available in this conversation")
+            return ToolResult.error(_UNAVAILABLE)
         every_chat = args.all_chats and ctx.is_owner
         schedules = store.live(None if every_chat else ctx.chat)
         if not schedules:
@@ -170,15 +175,10 @@ class PauseSchedule(Tool[IdArgs]):
     args_model = IdArgs
 
     async def run(self, args: IdArgs, ctx: ToolContext) -> ToolResult:
-        store = _store(ctx)
-        if store is None:
-            return ToolResult.error("reminders are not available in this conversation")
-        found = _find(store, ctx, args.id)
-        if isinstance(found, ToolResult):
-            return found
-        refused = _guarded(found)
-        if refused is not None:
-            return refused
+        target = _target(ctx, args.id)
+        if isinstance(target, ToolResult):
+            return target
+        store, found = target
         store.update(found.id, state="paused")
         return ToolResult(f"Paused #{found.id}.")
 
@@ -189,12 +189,10 @@ class ResumeSchedule(Tool[IdArgs]):
     args_model = IdArgs
 
     async def run(self, args: IdArgs, ctx: ToolContext) -> ToolResult:
-        store = _store(ctx)
-        if store is None:
-            return ToolResult.error("reminders are not available in this conversation")
-        found = _find(store, ctx, args.id)
-        if isinstance(found, ToolResult):
-            return found
+        target = _target(ctx, args.id)
+        if isinstance(target, ToolResult):
+            return target
+        store, found = target
         now = ctx.now().timestamp()
         due = next_cron(found.cron, found.tz, now) if found.cron else found.next_due
         store.update(found.id, state="active", next_due=due)
@@ -208,15 +206,10 @@ class EditSchedule(Tool[EditArgs]):
     args_model = EditArgs
 
     async def run(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
-        store = _store(ctx)
-        if store is None:
-            return ToolResult.error("reminders are not available in this conversation")
-        found = _find(store, ctx, args.id)
-        if isinstance(found, ToolResult):
-            return found
-        refused = _guarded(found)
-        if refused is not None:
-            return refused
+        target = _target(ctx, args.id)
+        if isinstance(target, ToolResult):
+            return target
+        store, found = target
         retimed = any(getattr(args, name) is not None for name in ("at", "in_minutes", "cron"))
         if not retimed and args.text is None:
             return ToolResult.error("nothing to change: give a new text or a new time")
@@ -238,14 +231,9 @@ class CancelSchedule(Tool[IdArgs]):
     args_model = IdArgs
 
     async def run(self, args: IdArgs, ctx: ToolContext) -> ToolResult:
-        store = _store(ctx)
-        if store is None:
-            return ToolResult.error("reminders are not available in this conversation")
-        found = _find(store, ctx, args.id)
-        if isinstance(found, ToolResult):
-            return found
-        refused = _guarded(found)
-        if refused is not None:
-            return refused
+        target = _target(ctx, args.id)
+        if isinstance(target, ToolResult):
+            return target
+        store, found = target
         store.update(found.id, state="done")
         return ToolResult(f"Cancelled #{found.id}.")
