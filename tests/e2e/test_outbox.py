@@ -107,6 +107,8 @@ async def test_a_restart_between_the_parts_of_a_long_reply_neither_repeats_nor_h
     first = await start_bot(**settings)
     telegram.user_sends(OWNER, "tell me everything")
     await telegram.await_sent(OWNER, 1, timeout=20)
+    # The crash comes between the parts: the turn has recorded them all and ended, part 2 waits its pause.
+    await _until(lambda: not first.conversation.busy_chats())
     await first.stop()
     assert len(_texts(telegram)) == 1
     await start_bot(**settings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import importlib.util
 import json
@@ -69,6 +70,10 @@ class LocalModel:
         # llama.cpp contexts are not thread-safe: one generation (or load) at a time.
         self._lock = threading.Lock()
         if preload:
+            # Import here, on the caller's thread: an import racing the start-up's own imports on
+            # another thread can stall both on the import locks.
+            with contextlib.suppress(ImportError):
+                import llama_cpp  # noqa: F401
             # Loading takes seconds: start now, so the first message finds the weights ready (or
             # waits on the lock for the rest of the load, never loading twice).
             threading.Thread(target=self._preload, name="local-model-load", daemon=True).start()
