@@ -17,10 +17,10 @@ class PathRefused(BicameralError):
     """A path that would leave the workspace or name something that is not a plain file or directory."""
 
 
-def safe_chat_dir(chat: str) -> str:
-    """A directory name for a chat: `[A-Za-z0-9._-]` only, no leading dots, never empty."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", chat).lstrip(".")
-    return cleaned[:120] or "chat"
+def safe_name(name: str, fallback: str = "file") -> str:
+    """One path component made of `[A-Za-z0-9._-]` only, no leading dots, at most 120 chars, never empty."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
+    return cleaned[-120:] or fallback
 
 
 def resolve_inside(root: Path, given: str) -> Path:

@@ -5,20 +5,20 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bicameral.sandbox.paths import resolve_inside, safe_chat_dir
+from bicameral.sandbox.paths import resolve_inside, safe_name
 
 
 def workspace_for(data_dir: Path, chat: str) -> Path:
     """`<data>/workspaces/<safe chat name>/`, created on first use."""
-    path = data_dir / "workspaces" / safe_chat_dir(chat)
+    path = data_dir / "workspaces" / safe_name(chat, "chat")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def add_to_workspace(data_dir: Path, chat: str, source: Path) -> Path:
+def add_to_workspace(data_dir: Path, chat: str, source: Path, name: str | None = None) -> Path:
     """Copy a received file into the chat's workspace (keeping its name, numbered when taken); returns the copy."""
     root = workspace_for(data_dir, chat)
-    name = source.name
+    name = safe_name(name or source.name)
     stem, dot, ext = name.rpartition(".")
     if not stem:
         stem, dot, ext = name, "", ""
