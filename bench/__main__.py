@@ -1,14 +1,15 @@
-"""`python -m bench [--quick] [--only NAME] [--mode MODE]`: run the scenarios and print their figures."""
+"""`python -m bench [--quick] [--only NAME] [--mode MODE] [--json]`: run the scenarios and print their figures."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import get_args
 
 from rich.console import Console
@@ -17,6 +18,7 @@ from bench.chambers import run_chambers
 from bench.concurrency import run_concurrency
 from bench.harness import pinned, shipped_mode
 from bench.idle import run_idle
+from bench.local import run_local
 from bench.memory import run_memory
 from bench.overhead import run_overhead
 from bench.recall import run_recall
@@ -42,7 +44,9 @@ class Plan:
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
-QUICK = Plan(messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0, recall_sizes=(300, 10_000))
+QUICK = Plan(
+    messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0, recall_sizes=(300, 10_000)
+)
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
 
@@ -61,6 +65,10 @@ async def _concurrency(plan: Plan) -> list[Figure]:
 
 async def _startup(plan: Plan) -> list[Figure]:
     return (await run_startup(plan.startup_runs, plan.mode)).figures()
+
+
+async def _local(plan: Plan) -> list[Figure]:
+    return (await run_local()).figures()
 
 
 async def _idle(plan: Plan) -> list[Figure]:
@@ -85,6 +93,7 @@ SCENARIOS: dict[str, Scenario] = {
     "startup": _startup,
     "idle": _idle,
     "chambers": _chambers,
+    "local": _local,
     "recall": _recall,
 }
 
@@ -131,18 +140,24 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
     parser.add_argument("--mode", choices=get_args(Settings.model_fields["mode"].annotation),
                         help=f"which chamber set-up to measure (default: {shipped_mode()}, as shipped)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as one JSON document on stdout (progress goes to stderr)")
     args = parser.parse_args(argv)
     plan = replace(QUICK if args.quick else FULL, mode=args.mode)
     names = [n for n in SCENARIOS if not args.only or n in args.only]
-    console = Console()
+    console = Console(stderr=args.json)
     if not console.is_terminal:
-        console = Console(width=132)  # piped into a file or CI log: no need to wrap at 80
-    console.print(f"machine: {machine()}")
-    for line in _settings_lines(plan):
+        console = Console(width=132, stderr=args.json)  # piped into a file or CI log: no need to wrap at 80
+    header = [f"machine: {machine()}", *_settings_lines(plan)]
+    for line in header:
         console.print(line, markup=False)
     started = time.monotonic()
     figures, failed = asyncio.run(_run(names, plan, console))
-    print_report(console, figures)
+    if args.json:
+        document = {"header": header, "scenarios": names, "failed": failed, "figures": [asdict(f) for f in figures]}
+        print(json.dumps(document, ensure_ascii=False, indent=1))
+    else:
+        print_report(console, figures)
     console.print(f"total {time.monotonic() - started:.1f} s")
     return 1 if failed else 0
 

@@ -297,4 +297,4 @@ async def run_chambers(trivial: int = 20, tasks: int = 10) -> ChambersResult:
                 rigs.append(_Rig(mode, kind, telegram, models, app))
         # The four streams run at once (the scripted latencies dominate); each keeps its own chat sequential.
         runs = await asyncio.gather(*(_drive(rig, counts[rig.kind]) for rig in rigs))
-    return ChambersResult(counts, {(rig.mode, rig.kind): run for rig, run in zip(rigs, runs)})
+    return ChambersResult(counts, {(rig.mode, rig.kind): run for rig, run in zip(rigs, runs, strict=True)})

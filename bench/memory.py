@@ -15,6 +15,7 @@ from bench.proc import spawn_bot, stop_bot, wait_ready
 from bench.report import Figure
 
 SETTLE_SECONDS = 2.0  # past the first long poll, so lazy start-up work is done
+SMALL_BURST = 50  # the issue's "RSS growth with 50 active chats"
 
 
 @dataclass
@@ -27,14 +28,22 @@ class MemoryResult:
     inproc_load: Burst
     child_idle: float
     child_load: Burst
+    child_small_load: Burst
+    child_idle_anthropic: float
 
     def figures(self) -> list[Figure]:
         name, n = "memory", self.chats
         peak = f"peak of samples every 20 ms while {n} chats' turns are in flight"
         child, inproc = self.child_load, self.inproc_load
+        small = self.child_small_load
         return [
             Figure(name, "subprocess RSS, idle", self.child_idle, "MiB",
-                   f"`python -m bicameral run`, {SETTLE_SECONDS:g} s after its first getUpdates"),
+                   f"`python -m bicameral run`, Telegram + OpenAI-compatible model, {SETTLE_SECONDS:g} s after its "
+                   "first getUpdates"),
+            Figure(name, "subprocess RSS, idle, Anthropic model", self.child_idle_anthropic, "MiB",
+                   "the same with both chambers on anthropic: (its SDK instead of OpenAI's)"),
+            Figure(name, f"subprocess RSS growth, {small.chats} active chats", (small.peak_rss_mib or 0.0) - self.child_idle,
+                   "MiB", f"peak while {small.chats} chats' turns are in flight, minus idle (after one warm-up message)"),
             Figure(name, f"subprocess RSS, {n} active chats", child.peak_rss_mib or 0.0, "MiB", peak),
             Figure(name, f"subprocess makespan, {n} chats", child.makespan, "s",
                    f"fakes in the parent; {child.answered}/{n} answered; {child.phases()}"),
@@ -49,8 +58,9 @@ class MemoryResult:
 async def run_memory(chats: int = 200, latency: float = 1.0, mode: str | None = None) -> MemoryResult:
     """Measure the in-process app first (before other scenarios grow this process), then a child process."""
     baseline, idle, inproc = await _in_process(chats, latency, mode)
-    child_idle, child = await _subprocess(chats, latency, mode)
-    return MemoryResult(chats, baseline, idle, inproc, child_idle, child)
+    child_idle, small, child = await _subprocess(chats, latency, mode)
+    anthropic_idle = await _idle_subprocess(mode, "anthropic")
+    return MemoryResult(chats, baseline, idle, inproc, child_idle, child, small, anthropic_idle)
 
 
 async def _in_process(chats: int, latency: float, mode: str | None) -> tuple[float, float, Burst]:
@@ -67,7 +77,7 @@ async def _in_process(chats: int, latency: float, mode: str | None) -> tuple[flo
         return baseline, idle, loaded
 
 
-async def _subprocess(chats: int, latency: float, mode: str | None) -> tuple[float, Burst]:
+async def _subprocess(chats: int, latency: float, mode: str | None) -> tuple[float, Burst, Burst]:
     with fakes() as (telegram, models), tempfile.TemporaryDirectory(prefix="bench-memory-proc-") as tmp:
         models.responder(tagged_responder(latency))
         data_dir = Path(tmp) / "data"
@@ -79,7 +89,22 @@ async def _subprocess(chats: int, latency: float, mode: str | None) -> tuple[flo
             await asyncio.sleep(SETTLE_SECONDS)
             idle = rss(proc.pid) / MIB
             await warm_up(telegram)
+            small = await burst(telegram, models, SMALL_BURST, timeout=60 + SMALL_BURST * latency, sample_pid=proc.pid)
             loaded = await burst(telegram, models, chats, timeout=60 + chats * latency, sample_pid=proc.pid)
         finally:
             stop_bot(proc)
-        return idle, loaded
+        return idle, small, loaded
+
+
+async def _idle_subprocess(mode: str | None, provider: str) -> float:
+    """RSS of `python -m bicameral run` with both chambers on `provider`, settled after its first poll."""
+    with fakes() as (telegram, models), tempfile.TemporaryDirectory(prefix="bench-memory-idle-") as tmp:
+        data_dir = Path(tmp) / "data"
+        spawned = time.monotonic()
+        proc = spawn_bot(telegram, models, data_dir, mode, provider)
+        try:
+            await wait_ready(telegram, proc, spawned)
+            await asyncio.sleep(SETTLE_SECONDS)
+            return rss(proc.pid) / MIB
+        finally:
+            stop_bot(proc)

@@ -67,7 +67,7 @@ async def run_overhead(messages: int = 200, mode: str | None = None) -> Overhead
                 before = telegram.replies
                 message = telegram.user_sends(OWNER, f"hello {tag(i)}")
                 sent[i] = (OWNER, int(message["message_id"]))
-                await wait_until(lambda: telegram.replies > before, REPLY_TIMEOUT)
+                await wait_until(lambda before=before: telegram.replies > before, REPLY_TIMEOUT)
                 # Only then the next: a message arriving while the turn winds down would join it instead.
                 await wait_until(lambda: not app.conversation.busy_chats(), REPLY_TIMEOUT)
         return _match(messages, sent, telegram, models)

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import bicameral
 from bench.harness import OWNER, pinned
 from tests.fakes.model_server import ModelServer
 from tests.fakes.telegram_server import FakeTelegram
@@ -17,27 +18,39 @@ from tests.fakes.telegram_server import FakeTelegram
 _FOREIGN_PREFIXES = ("BICAMERAL_", "ANTHROPIC_", "OPENAI_")
 
 
-def bot_env(telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None) -> dict[str, str]:
-    """This environment minus any bicameral or provider settings, plus the bench's."""
+def clean_env(data_dir: Path) -> dict[str, str]:
+    """This environment minus any bicameral or provider settings, plus the data dir and this checkout's code."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_PREFIXES)}
+    env["BICAMERAL_DATA_DIR"] = str(data_dir)
+    # The child runs from a scratch dir: point it at the code this bench imported, not whatever is installed.
+    env["PYTHONPATH"] = str(Path(bicameral.__file__).parents[1])
+    return env
+
+
+def bot_env(
+    telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None, provider: str = "openai"
+) -> dict[str, str]:
+    """`bicameral run` wired to the fakes, both chambers on `provider` (openai or anthropic)."""
+    env = clean_env(data_dir)
     env.update(
         BICAMERAL_TELEGRAM_TOKEN=telegram.token,
         BICAMERAL_TELEGRAM_API_URL=telegram.url,
         BICAMERAL_OWNER_ID=str(OWNER),
-        BICAMERAL_DATA_DIR=str(data_dir),
-        BICAMERAL_BACK_MODEL="openai:bench",
-        OPENAI_API_KEY="x",
-        OPENAI_BASE_URL=models.openai_url,
+        BICAMERAL_BACK_MODEL=f"{provider}:bench",
+        BICAMERAL_FRONT_MODEL=f"{provider}:bench",
         BICAMERAL_DEBOUNCE_MS="0",
         BICAMERAL_TELEGRAM_POLL_TIMEOUT="1",
-        BICAMERAL_FRONT_MODEL="openai:bench",
     )
+    if provider == "anthropic":
+        env.update(ANTHROPIC_API_KEY="x", ANTHROPIC_BASE_URL=models.url)
+    else:
+        env.update(OPENAI_API_KEY="x", OPENAI_BASE_URL=models.openai_url)
     env.update({f"BICAMERAL_{key.upper()}": str(value) for key, value in pinned(mode).items()})
     return env
 
 
 def spawn_bot(
-    telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None
+    telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None, provider: str = "openai"
 ) -> subprocess.Popen[bytes]:
     """Start the assistant; its console output goes to a file next to the data dir."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -46,7 +59,7 @@ def spawn_bot(
         return subprocess.Popen(
             [sys.executable, "-m", "bicameral", "run"],
             cwd=data_dir.parent,
-            env=bot_env(telegram, models, data_dir, mode),
+            env=bot_env(telegram, models, data_dir, mode, provider),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,

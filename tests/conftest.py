@@ -44,6 +44,7 @@ def make_settings(tmp_path, telegram, models):
             model_max_retries=1,
             debounce_ms=200,
             typing_interval_seconds=0.5,
+            progress_note_after_seconds=0,  # tests that want the note turn it on
         )
         values.update(overrides)
         return Settings.for_test(tmp_path, **values)

@@ -9,12 +9,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from types import TracebackType
+from typing import Any
 
 from bicameral.agent.runner import NativeRunner
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.conversation.lanes import Conversation
+from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.router import ActionRouter
 from bicameral.conversation.turn import TurnHandler
 from bicameral.errors import ConfigError
@@ -49,7 +51,7 @@ class App:
         *,
         back_model: Model | None = None,
         front_model: Model | None = None,
-        extra_tools: Sequence[Tool] = (),
+        extra_tools: Sequence[Tool[Any]] = (),
         clock: Clock = time.time,
     ) -> None:
         self.settings = settings
@@ -61,6 +63,7 @@ class App:
         self._extra_tools = tuple(extra_tools)
         self._clock = clock
         self._stop_requested = asyncio.Event()
+        self._finishing: asyncio.Task[None] | None = None
         self._started = False
         self._stopped = False
 
@@ -86,6 +89,13 @@ class App:
         self.router = ActionRouter(self.stores.messages)
         for channel in self.channels:
             self.router.register(channel)
+        self.outbox = Outbox(
+            self.stores.outbox,
+            self.router,
+            retry_base=settings.send_retry_base_seconds,
+            retry_cap=settings.send_retry_cap_seconds,
+            give_up_after=settings.send_give_up_seconds,
+        )
         self.registry = ToolRegistry(
             [*discover_tools(), *self._extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
         )
@@ -94,7 +104,7 @@ class App:
         self.conversation = Conversation(
             settings,
             self.handler,
-            self.router,
+            self.outbox,
             self.stores.messages,
             lanes_per_user_in_groups=two_chambers,
             typing_in_groups=not two_chambers,
@@ -108,6 +118,7 @@ class App:
         for channel in self.channels:
             await channel.start(self.gate, self._channel_ended)
             log.info("channel %s ready", channel.name)
+        await self.outbox.start()  # first delivers what the previous process left unsent
         await self.conversation.recover()
         # Everything imported so far lives for the whole run: keep it out of full collections,
         # which otherwise stall a turn for ~150 ms now and then.
@@ -122,7 +133,7 @@ class App:
         if settings.back.provider == "claude-code" and self.mode == "single":
             from bicameral.claude_code.handler import ClaudeCodeChamber
 
-            return ClaudeCodeChamber(settings, self.stores, self.registry, self.router.perform, on_fatal=self.fail)
+            return ClaudeCodeChamber(settings, self.stores, self.registry, self.outbox.perform, on_fatal=self.fail)
         if settings.back.provider == "claude-code":
             from bicameral.claude_code.executor import ClaudeCodeExecutor
 
@@ -131,9 +142,10 @@ class App:
             back_model = self._model(self._given_models[0], settings.back_model)
             if self.mode == "single":
                 return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
-            executor = NativeExecutor(settings, self.stores, self._runner(back_model, self.registry.subset(exclude_messaging=True)))
+            back_tools = self.registry.subset(exclude_messaging=True)
+            executor = NativeExecutor(settings, self.stores, self._runner(back_model, back_tools))
         front_model = self._model(self._given_models[1], settings.front_model)
-        return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.router.perform)
+        return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.outbox)
 
     def _model(self, given: Model | None, ref: str) -> Model:
         """The model passed in, or one built from the settings (and then closed by `stop`)."""
@@ -166,9 +178,19 @@ class App:
     def _channel_ended(self, reason: str | None) -> None:
         """A channel stopped receiving: a failure stops the app with status 1, a clean end with 0."""
         if reason is None:
-            self.request_stop()
+            # The input ended (piped text, Ctrl-D): answer what already came in, then stop.
+            self._finishing = asyncio.create_task(self._finish_then_stop())
         else:
             self.fail(reason)
+
+    async def _finish_then_stop(self) -> None:
+        try:
+            await self.conversation.finish()
+            if isinstance(self.handler, FrontChamber):  # the answer may still be coming from a task
+                await self.handler.finish()
+            await self.outbox.flush()
+        finally:
+            self.request_stop()
 
     async def wait(self) -> None:
         await self._stop_requested.wait()
@@ -178,6 +200,8 @@ class App:
         if self._stopped or not self._started:
             return
         self._stopped = True
+        if self._finishing is not None:
+            self._finishing.cancel()
         for channel in self.channels:
             try:
                 await channel.stop()
@@ -189,6 +213,8 @@ class App:
             await self.conversation.close()
         if hasattr(self, "handler"):
             await self.handler.stop()
+        if hasattr(self, "outbox"):
+            await self.outbox.stop()
         for model in self._built_models:
             await model.aclose()
         self.stores.close()

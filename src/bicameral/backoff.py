@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def backoff_delay(base: float, cap: float, attempt: int) -> float:
     """Seconds to wait before retry number `attempt` (1-based): `base`, doubling each time, at most `cap`."""
-    return min(base * 2 ** max(attempt - 1, 0), cap)
+    return min(base * 2.0 ** max(attempt - 1, 0), cap)
 
 
 class Backoff:

@@ -8,25 +8,33 @@ import signal
 import sys
 import tomllib
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
 from pydantic import ValidationError
 
 from bicameral.app import App, configured_channels, prepare_data_dir
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import BicameralError
+from bicameral.failures import failure_detail
+from bicameral.models.base import Model
 from bicameral.observe.logs import setup_logging
 
-cli = typer.Typer(add_completion=False, no_args_is_help=True, help="bicameral: a personal assistant that lives in chat.")
+if TYPE_CHECKING:
+    import typer
+
 log = logging.getLogger("bicameral")
 
 
 def main() -> None:
-    cli()
+    """Run a command; `run` and `chat` take no options, so they skip loading typer (and click) at all."""
+    args = sys.argv[1:]
+    if len(args) == 1 and args[0] in _PLAIN_COMMANDS:
+        _PLAIN_COMMANDS[args[0]]()
+        return
+    _typer_app()()
 
 
-@cli.command()
 def run() -> None:
     """Serve every configured channel (Telegram by long polling)."""
     settings = _load_settings()
@@ -34,17 +42,29 @@ def run() -> None:
     _serve(settings, lambda: configured_channels(settings))
 
 
-@cli.command()
 def chat() -> None:
     """Talk to the assistant in this terminal."""
     from bicameral.channels.terminal import TerminalChannel
 
     settings = _load_settings()
     _start_logging(settings, "WARNING")
-    _serve(settings, lambda: [TerminalChannel(bot_name=settings.bot_name)])
+    terminal = TerminalChannel(bot_name=settings.bot_name)
+    _serve(settings, lambda: [terminal], back_model=lambda: live_back_model(settings, terminal.show_partial))
 
 
-@cli.command()
+def live_back_model(settings: Settings, show: Callable[[str], None]) -> Model | None:
+    """For a terminal on the local model: that model, its tokens shown as they come; else None (the app builds it).
+
+    Only the local model: it calls no tools, so everything it streams is the reply itself.
+    """
+    if settings.back.provider != "local" or settings.effective_mode != "single":
+        return None
+    from bicameral.models import build_model
+    from bicameral.models.echo import EchoText
+
+    return EchoText(build_model(settings.back_model, settings), show)
+
+
 def doctor() -> None:
     """Check the configuration and every dependency, and say what to fix."""
     from bicameral.doctor import run_checks
@@ -52,17 +72,41 @@ def doctor() -> None:
     settings = _load_settings()
     setup_logging("ERROR", None, settings.secret_values())
     ok = asyncio.run(run_checks(settings))
-    raise typer.Exit(0 if ok else 1)
+    sys.exit(0 if ok else 1)
 
 
-@cli.command()
-def trace(
-    session: str = typer.Option("", "--session", help="Session id (a unique prefix is enough); default: the latest."),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events until Ctrl-C."),
-    list_sessions: bool = typer.Option(False, "--list", help="List the captured sessions and exit."),
-    max_chars: int = typer.Option(400, "--max", help="Cut each block to this many characters (0: no limit)."),
-) -> None:
-    """Replay a Claude Code executor session from the wire capture, or follow a live one."""
+_PLAIN_COMMANDS: dict[str, Callable[[], None]] = {"run": run, "chat": chat, "doctor": doctor}
+
+
+def _typer_app() -> typer.Typer:
+    """The full command line, with help and options (typer is loaded only here)."""
+    import typer
+
+    app = typer.Typer(add_completion=False, no_args_is_help=True, help="bicameral: a personal assistant that lives in chat.")
+    for command in _PLAIN_COMMANDS.values():
+        app.command()(command)
+
+    @app.command()
+    def trace(
+        session: str = typer.Option("", "--session", help="Session id (a unique prefix is enough); default: the latest."),
+        follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events until Ctrl-C."),
+        list_sessions: bool = typer.Option(False, "--list", help="List the captured sessions and exit."),
+        max_chars: int = typer.Option(400, "--max", help="Cut each block to this many characters (0: no limit)."),
+    ) -> None:
+        """Replay a Claude Code executor session from the wire capture, or follow a live one."""
+        _trace(session, follow, list_sessions, max_chars, typer.echo)
+
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    # `from bicameral.cli import cli` (tests, embedding) still gets the typer app, built on first use.
+    if name == "cli":
+        return _typer_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _trace(session: str, follow: bool, list_sessions: bool, max_chars: int, echo: Callable[[str], Any]) -> None:
     from bicameral.claude_code import trace as tracing
     from bicameral.claude_code.capture import capture_dir
 
@@ -73,31 +117,40 @@ def trace(
         if not sessions:
             _fail(f"no captured Claude Code sessions under {root}")
         for line in tracing.format_listing(sessions):
-            typer.echo(line)
+            echo(line)
         return
     try:
         chosen = tracing.find_session(root, session or None)
     except tracing.TraceError as exc:
         _fail(str(exc))
-    typer.echo(f"session {chosen.session_id} ({chosen.label}{', live' if chosen.live else ''})")
-    offset = tracing.render(chosen.path, typer.echo, max_chars)
+    echo(f"session {chosen.session_id} ({chosen.label}{', live' if chosen.live else ''})")
+    offset = tracing.render(chosen.path, echo, max_chars)
     if follow:
         try:
-            tracing.follow(chosen.path, typer.echo, max_chars, offset=offset)
+            tracing.follow(chosen.path, echo, max_chars, offset=offset)
         except KeyboardInterrupt:
             pass
 
 
-def _serve(settings: Settings, channels: Callable[[], Sequence[Channel]]) -> None:
+def _serve(
+    settings: Settings,
+    channels: Callable[[], Sequence[Channel]],
+    back_model: Callable[[], Model | None] = lambda: None,
+) -> None:
     """Run the app on the channels until a signal, a channel's end or a fatal error; exit with its status."""
 
     async def serve() -> int:
-        app = App(settings, channels())
+        back = back_model()
+        app = App(settings, channels(), back_model=back)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, app.request_stop)
-        async with app:
-            await app.wait()
+        try:
+            async with app:
+                await app.wait()
+        finally:
+            if back is not None:
+                await back.aclose()  # the app closes only the models it built
         return app.exit_code
 
     try:
@@ -105,8 +158,9 @@ def _serve(settings: Settings, channels: Callable[[], Sequence[Channel]]) -> Non
     except BicameralError as exc:
         _fail(str(exc))
     except Exception as exc:
-        log.exception("fatal error")
-        _fail(f"{type(exc).__name__}: {exc}")
+        detail = failure_detail(exc)
+        log.error("fatal error: %s", detail)
+        _fail(detail.splitlines()[-1])  # the scrubbed "Type: message" line; the traceback is in the log
     if code:
         sys.exit(code)
 
@@ -132,6 +186,6 @@ def _load_settings() -> Settings:
         _fail(f"the configuration could not be read: {exc}")
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"bicameral: {message}", err=True)
+def _fail(message: str) -> NoReturn:
+    print(f"bicameral: {message}", file=sys.stderr)
     sys.exit(2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -101,9 +101,14 @@ class Settings(BaseSettings):
     # --- conversation engine ---
     debounce_ms: int = Field(default=1500, ge=0)
     typing_interval_seconds: float = Field(default=4.0, gt=0)
+    # Providers meter requests and tokens per minute, not connections; their SDK pools allow 1000
+    # connections. The cap only bounds memory: above a 200-chat burst, so such a burst runs in one wave.
     max_concurrent_turns: int = Field(default=64, ge=1)
     max_inbound_chars: int = Field(default=16000, ge=100)
     rate_limit_per_min: int = Field(default=20, ge=0)
+    send_retry_base_seconds: float = Field(default=1.0, gt=0)
+    send_retry_cap_seconds: float = Field(default=300.0, gt=0)
+    send_give_up_seconds: float = Field(default=86400.0, gt=0)
     group_member_rate_limit_per_min: int = Field(default=10, ge=0)
     group_rate_limit_per_min: int = Field(default=30, ge=0)
     refused_keep: int = Field(default=1000, ge=1)
@@ -115,6 +120,8 @@ class Settings(BaseSettings):
     short_result_chars: int = Field(default=600, ge=0)
     delivery_pause_scale: float = Field(default=1.0, ge=0)
     status_interval_seconds: float = Field(default=180.0, gt=0)
+    # Single mode and the Claude Code chamber: a turn still working after this long shows a progress note.
+    progress_note_after_seconds: float = Field(default=15.0, ge=0)
     progress_interval_seconds: float = Field(default=5.0, ge=0)
     away_after_seconds: float = Field(default=1800.0, gt=0)
     burst_followup_seconds: float = Field(default=45.0, gt=0)
@@ -203,9 +210,10 @@ class Settings(BaseSettings):
         )
 
     @classmethod
-    def for_test(cls, tmp_path: Path, **overrides: object) -> Settings:
+    def for_test(cls, tmp_path: Path, **overrides: Any) -> Settings:
         """Settings isolated from the environment and files, rooted at `tmp_path`."""
-        values: dict[str, object] = {
+        # Any: each value goes to its own field, and pydantic validates it there.
+        values: dict[str, Any] = {
             "data_dir": tmp_path / "data",
             "debounce_ms": 0,
             "back_model": "openai:test-model",
@@ -262,5 +270,12 @@ class _IsolatedSettings(Settings):
     model_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": None, "env_file": None})
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, *_args, **_kwargs):  # type: ignore[override]
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings,)

@@ -97,7 +97,9 @@ async def _telegram(settings: Settings) -> Check:
         await asyncio.wait_for(bot.initialize(), timeout=15)  # getMe
         me = bot.bot
     except InvalidToken:
-        return Check("telegram", False, f"{settings.telegram_api_url} rejected the token: check BICAMERAL_TELEGRAM_TOKEN (from @BotFather)")
+        return Check(
+            "telegram", False, f"{settings.telegram_api_url} rejected the token: check BICAMERAL_TELEGRAM_TOKEN (from @BotFather)"
+        )
     except Exception as exc:
         # Bot API URLs carry the token, and HTTP errors quote them.
         detail = Redactor([token])(f"{type(exc).__name__}: {exc}")

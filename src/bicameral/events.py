@@ -158,6 +158,10 @@ class ActionResult:
     ok: bool
     message_ids: tuple[str, ...] = ()
     error: str | None = None
+    # Set by a channel when the failure is temporary: retry, no sooner than this many seconds.
+    retry_after: float | None = None
+    # Accepted into the outbox but not delivered yet; it keeps trying.
+    queued: bool = False
 
     @classmethod
     def failed(cls, error: str) -> ActionResult:

@@ -42,7 +42,11 @@ for raw in sys.stdin:
         text("hello through the noise")
         result("hello through the noise")
     elif SCENARIO == "asks":
-        emit({{"type": "control_request", "request_id": "req_fake_1", "request": {{"subtype": "can_use_tool", "tool_name": "Bash"}}}})
+        emit({{
+            "type": "control_request",
+            "request_id": "req_fake_1",
+            "request": {{"subtype": "can_use_tool", "tool_name": "Bash"}},
+        }})
         answer = json.loads(sys.stdin.readline())
         text("the host said " + answer["response"]["subtype"])
         result("done")

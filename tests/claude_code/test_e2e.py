@@ -360,3 +360,22 @@ async def test_rejected_credentials_are_reported_at_once_and_the_session_kept(te
     assert len(main_requests(models)) <= 3
     worker = app.handler.worker_for(CHAT)
     assert len(worker.spawns) == 1 and worker.alive  # nothing to restart: the session is fine
+
+
+async def test_a_long_turn_shows_a_progress_note_until_the_answer_goes_out(telegram, models, start_cc_bot):
+    def decide(req: Request) -> Reply:
+        if not req.tool_results():
+            return Reply(tool_calls=[ToolCall("mcp__bicameral__current_time", {})])
+        if "send_message" in json.dumps(req.messages[-2:]):
+            return Reply(text="sent")
+        # Thinking over the tool's result takes longer than the note waits.
+        return Reply(tool_calls=[ToolCall(SEND, {"text": "It is noon."})], latency=3)
+
+    models.responder(routed(decide))
+    await start_cc_bot(progress_note_after_seconds=0.5)
+    telegram.user_sends(OWNER, "what time is it")
+    [note, answer] = await telegram.await_sent(OWNER, 2, timeout=60)
+    assert note["text"].startswith("Still working on it") and "current_time" in note["text"]
+    assert answer["text"] == "It is noon."
+    [deleted] = telegram.wait_for_call("deleteMessage", timeout=30)
+    assert str(deleted.params["message_id"]) == str(note["message_id"])

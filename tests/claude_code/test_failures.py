@@ -17,10 +17,18 @@ from bicameral.claude_code.failures import (
     ("evidence", "kind", "recovery"),
     [
         # Texts the real CLI writes (result text or its synthetic assistant message).
-        ("There's an issue with the selected model (claude-nope). It may not exist or you may not have access to it.", "model_unavailable", Recovery.KEEP_SESSION),
+        (
+            "There's an issue with the selected model (claude-nope). It may not exist or you may not have access to it.",
+            "unavailable",
+            Recovery.KEEP_SESSION,
+        ),
         ("Prompt is too long · the request is ~300000 tokens (limit 200000)", "prompt_too_long", Recovery.FRESH_SESSION),
         ("API Error: 400 Output blocked by content filtering policy", "refused", Recovery.FRESH_SESSION),
-        ("No conversation found with session ID: 00000000-0000-4000-8000-000000000000", "session_missing", Recovery.FRESH_SESSION),
+        (
+            "No conversation found with session ID: 00000000-0000-4000-8000-000000000000",
+            "session_missing",
+            Recovery.FRESH_SESSION,
+        ),
         ("Invalid API key · Please run /login", "auth", Recovery.KEEP_SESSION),
         ("API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\"}}", "auth", Recovery.KEEP_SESSION),
         ("OAuth token has expired. Please obtain a new token or refresh your existing token.", "auth", Recovery.KEEP_SESSION),
@@ -30,7 +38,7 @@ from bicameral.claude_code.failures import (
         ("API Error: 429 rate_limit_error: Number of requests has exceeded your rate limit", "rate_limit", Recovery.KEEP_SESSION),
         ("API Error: 529 Overloaded", "overloaded", Recovery.KEEP_SESSION),
         ("API Error: Connection error. connect ECONNREFUSED 127.0.0.1:9", "connection", Recovery.KEEP_SESSION),
-        ("API Error: 500 Internal server error", "server_error", Recovery.KEEP_SESSION),
+        ("API Error: 500 Internal server error", "server", Recovery.KEEP_SESSION),
         ("/bin/sh: 1: claude: not found", "cli_missing", Recovery.GIVE_UP),
     ],
 )
@@ -42,7 +50,16 @@ def test_known_failures_are_recognised(evidence, kind, recovery):
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(429, "rate_limit"), (401, "auth"), (403, "auth"), (402, "usage_limit"), (404, "model_unavailable"), (529, "overloaded"), (503, "server_error"), (413, "prompt_too_long")],
+    [
+        (429, "rate_limit"),
+        (401, "auth"),
+        (403, "auth"),
+        (402, "usage_limit"),
+        (404, "unavailable"),
+        (529, "overloaded"),
+        (503, "server"),
+        (413, "prompt_too_long"),
+    ],
 )
 def test_an_api_status_alone_is_enough(status, kind):
     failure = classify("something opaque happened", status=status)

@@ -65,10 +65,24 @@ def test_a_rejected_turn_and_the_cli_written_text():
 
 
 def test_interrupts_retries_and_control_messages():
-    interrupted = {"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": "s", "errors": ["aborted"]}
+    interrupted = {
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": True,
+        "session_id": "s",
+        "errors": ["aborted"],
+    }
     [parsed] = parse_line(json.dumps(interrupted))
     assert parsed.subtype == "error_during_execution" and parsed.text == "aborted"
-    retry = {"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10, "retry_delay_ms": 1195, "error_status": 401, "error": "authentication_failed"}
+    retry = {
+        "type": "system",
+        "subtype": "api_retry",
+        "attempt": 2,
+        "max_retries": 10,
+        "retry_delay_ms": 1195,
+        "error_status": 401,
+        "error": "authentication_failed",
+    }
     assert parse_line(json.dumps(retry)) == [ApiRetry(2, 10, 1195, 401, "authentication_failed")]
     ask = {"type": "control_request", "request_id": "r1", "request": {"subtype": "can_use_tool", "tool_name": "Bash"}}
     assert parse_line(json.dumps(ask)) == [ControlRequest("r1", "can_use_tool")]
@@ -80,7 +94,12 @@ def test_tool_errors_and_sub_agent_events_are_marked():
     line = {
         "type": "user",
         "parent_tool_use_id": "toolu_parent",
-        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "<tool_use_error>boom</tool_use_error>", "is_error": True}]},
+        "message": {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "<tool_use_error>boom</tool_use_error>", "is_error": True}
+            ],
+        },
     }
     assert parse_line(json.dumps(line)) == [ToolResult("t1", "<tool_use_error>boom</tool_use_error>", True, subagent=True)]
 

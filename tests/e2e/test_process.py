@@ -493,7 +493,7 @@ def test_chat_with_no_keys_answers_from_the_bundled_local_model(tmp_path, procs)
 
     def reply() -> str:
         # The reply is printed after the "bicameral ›" prompt, possibly on the following lines.
-        head, sep, tail = chat.stdout.partition("bicameral ›")
+        _, sep, tail = chat.stdout.partition("bicameral ›")
         return tail.strip() if sep else ""
 
     text = wait_until(reply, 120, "a reply from the local model", interval=0.5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -24,6 +25,28 @@ async def test_startup_reports_a_number():
     result = await run_startup(runs=1)
     assert len(result.runs) == 1
     assert all(math.isfinite(f.value) and f.value > 0 for f in result.figures())
+
+
+def test_json_output_holds_every_figure(capsys):
+    from bench.__main__ import main
+
+    assert main(["--quick", "--only", "overhead", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["scenarios"] == ["overhead"] and document["failed"] == []
+    names = {f["name"] for f in document["figures"]}
+    assert {"inbound → model request p50", "model reply → sendMessage p99"} <= names
+    assert all(f["scenario"] == "overhead" and math.isfinite(f["value"]) for f in document["figures"])
+
+
+@pytest.mark.local_model
+async def test_local_chat_reports_its_first_token():
+    pytest.importorskip("llama_cpp")
+    from bench.local import run_local
+
+    result = await run_local()
+    assert result.available and result.reply
+    assert 0 < result.first_token <= result.full_reply
+    assert all(math.isfinite(f.value) for f in result.figures())
 
 
 @pytest.mark.slow

@@ -46,7 +46,7 @@ def test_no_key_means_the_local_model(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("ref", ["gpt-4", "anthropic", "anthropic:", "nope:model"])
 def test_bad_model_references_are_explained(tmp_path, ref):
-    with pytest.raises(ValidationError, match="provider|model"):
+    with pytest.raises(ValidationError, match=r"provider|model"):
         Settings.for_test(tmp_path, back_model=ref)
 
 

@@ -13,7 +13,7 @@ SRC = Path(bicameral.__file__).parent
 # of its own layer or above. Top-level modules count as packages of their own.
 LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction"},  # vocabulary
-    {"types", "backoff", "observe", "prompts"},  # shared shapes, retry schedule, logging, prompt texts
+    {"types", "backoff", "observe", "prompts", "failures"},  # shared shapes, retry schedule, logging, prompts, failure sentences
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
     {"mcp", "agent", "tasks", "conversation"},  # the machinery every mode shares
@@ -72,7 +72,8 @@ def test_every_import_goes_down_a_layer() -> None:
 
 
 def test_every_package_has_a_layer() -> None:
-    packages = {_package_of(p) for p in SRC.rglob("*.py")} | {p.name for p in SRC.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    packages = {_package_of(p) for p in SRC.rglob("*.py")}
+    packages |= {p.name for p in SRC.iterdir() if p.is_dir() and p.name != "__pycache__"}
     for package in packages:
         _rank(package)
 

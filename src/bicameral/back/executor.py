@@ -46,7 +46,7 @@ class NativeExecutor(Executor):
         )
 
         async def on_tool(call: ToolCall) -> None:
-            await control.progress(_describe_call(call))
+            await control.progress(call.summary())
 
         def on_step(transcript: list[Message]) -> None:
             control.checkpoint(MESSAGES.dump_python(transcript, mode="json"))
@@ -84,8 +84,3 @@ def _with_note(messages: list[Message], note: str | None) -> list[Message]:
         last = messages[-1]
         return messages[:-1] + [Message(role="user", content=[*last.content, TextBlock(text=note)])]
     return messages + [Message.user(note)]
-
-
-def _describe_call(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(call.input.items())[:3])
-    return f"{call.name}({args})"

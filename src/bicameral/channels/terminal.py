@@ -51,7 +51,8 @@ class TerminalChannel:
         self._bot_name = bot_name
         self._clock = clock
         self._ids = itertools.count(1)
-        self._reader: asyncio.Task | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._streamed: str | None = None  # the reply being printed as it streams, if any
 
     async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
         self._console.print(f"[dim]Talking to {self._bot_name}. /stop interrupts, /reset starts fresh, Ctrl-D quits.[/dim]")
@@ -63,9 +64,23 @@ class TerminalChannel:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
 
+    def show_partial(self, text: str) -> None:
+        """Print a piece of the reply as the model produces it; the reply's SendText then just ends the line."""
+        if self._streamed is None:
+            self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan] ", end="")
+            self._streamed = ""
+        self._streamed += text
+        self._console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+
     async def perform(self, action: Action) -> ActionResult:
         if isinstance(action, SendText):
             message_id = str(next(self._ids))
+            streamed, self._streamed = self._streamed, None
+            if streamed is not None:
+                self._console.print()
+                if streamed.strip() == action.text.strip():
+                    return ActionResult(ok=True, message_ids=(message_id,))
+            # Not streamed, or the reply differs from what streamed (an error note, a cut): show it whole.
             self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan]", Markdown(action.text))
             return ActionResult(ok=True, message_ids=(message_id,))
         if isinstance(action, EditText):

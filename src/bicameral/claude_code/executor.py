@@ -5,6 +5,7 @@ from __future__ import annotations
 from bicameral import prompts
 from bicameral.claude_code.exchange import Prompt
 from bicameral.claude_code.failures import Recovery
+from bicameral.claude_code.spec import our_name
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
@@ -13,6 +14,7 @@ from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.events import TRUSTED_CHANNELS, chat_key
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
+from bicameral.models.base import summarize_call
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief
 from bicameral.tasks.bus import Executor, TaskControl
@@ -80,7 +82,7 @@ class ClaudeCodeExecutor(Executor):
 
         async def on_event(event: StreamEvent) -> None:
             if isinstance(event, ToolUse):
-                await control.progress(f"{event.name.removeprefix('mcp__bicameral__')}")
+                await control.progress(summarize_call(our_name(event.name), event.input))
 
         try:
             outcome = await worker.run_turn(

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from bicameral.failures import failure_sentence
+
 
 class Recovery(str, Enum):
     KEEP_SESSION = "keep_session"  # the session is fine; say what is wrong and carry on
@@ -39,22 +41,20 @@ def _p(regex: str) -> re.Pattern[str]:
     return re.compile(regex, re.IGNORECASE)
 
 
-_FRESH_NOTE = " I started a fresh conversation, so I no longer remember what we said before."
-
-# First match wins: specific evidence before general evidence.
+# First match wins: specific evidence before general evidence. What the user is told comes from the
+# one failure table, by kind.
 PATTERNS: tuple[FailurePattern, ...] = (
     FailurePattern(
         "session_missing",
         _p(r"No conversation found with session ID"),
-        "I couldn't reopen our earlier conversation, so I started a fresh one.",
+        failure_sentence("session_missing"),
         Recovery.FRESH_SESSION,
         retry=True,
     ),
     FailurePattern(
         "cli_missing",
         _p(r"claude: (?:command )?not found|spawn \S*claude\S* ENOENT|executable not found"),
-        "My executor (the Claude Code CLI) is not installed where I expect it. The owner needs to install it "
-        "or set BICAMERAL_CLAUDE_BIN.",
+        failure_sentence("cli_missing"),
         Recovery.GIVE_UP,
     ),
     FailurePattern(
@@ -63,15 +63,14 @@ PATTERNS: tuple[FailurePattern, ...] = (
             r"usage limit|hit your (?:usage )?limit|out of (?:extra )?usage|credit balance is too low|"
             r"insufficient (?:credit|quota)|quota|billing"
         ),
-        "I've hit my Claude usage limit or quota, so I can't work on this right now. It resets on its own; "
-        "the owner can check the plan or billing.",
+        failure_sentence("usage_limit"),
         Recovery.KEEP_SESSION,
         statuses=(402,),
     ),
     FailurePattern(
         "rate_limit",
         _p(r"rate[ _-]?limit|too many requests|\b429\b"),
-        "My model provider is rate-limiting me right now. Give me a minute and ask again.",
+        failure_sentence("rate_limit"),
         Recovery.KEEP_SESSION,
         statuses=(429,),
     ),
@@ -81,52 +80,51 @@ PATTERNS: tuple[FailurePattern, ...] = (
             r"authentication_failed|authentication_error|invalid x-api-key|invalid api key|invalid bearer token|"
             r"oauth token (?:has )?expired|please run /login|not logged in|\b401\b"
         ),
-        "My Claude credentials were rejected, so I can't think right now. The owner needs to log the CLI in "
-        "(`claude login`) or fix the API key.",
+        failure_sentence("auth"),
         Recovery.KEEP_SESSION,
         statuses=(401, 403),
     ),
     FailurePattern(
-        "model_unavailable",
+        "unavailable",
         _p(
             r"issue with the selected model|model[^.\n]{0,40}(?:not found|does not exist|not available)|"
             r"not_found_error|invalid model"
         ),
-        "My model isn't available. The owner needs to check BICAMERAL_BACK_MODEL (`bicameral doctor`).",
+        failure_sentence("unavailable"),
         Recovery.KEEP_SESSION,
         statuses=(404,),
     ),
     FailurePattern(
         "overloaded",
         _p(r"overloaded|\b529\b"),
-        "My model provider is overloaded at the moment. Please try again shortly.",
+        failure_sentence("overloaded"),
         Recovery.KEEP_SESSION,
         statuses=(529,),
     ),
     FailurePattern(
         "connection",
         _p(r"ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|connection error|unable to connect|fetch failed"),
-        "I can't reach my model provider right now. Please try again shortly.",
+        failure_sentence("connection"),
         Recovery.KEEP_SESSION,
     ),
     FailurePattern(
-        "server_error",
+        "server",
         _p(r"API Error: 5\d\d|internal server error|server_error|api_error"),
-        "My model provider had an internal error. Please try again in a moment.",
+        failure_sentence("server"),
         Recovery.KEEP_SESSION,
         statuses=(500, 502, 503, 504),
     ),
     FailurePattern(
         "prompt_too_long",
         _p(r"prompt is too long|context (?:window|length)|too many tokens|request_too_large"),
-        "Our conversation grew too long for the model to take in." + _FRESH_NOTE + " Please send your last message again.",
+        failure_sentence("prompt_too_long"),
         Recovery.FRESH_SESSION,
         statuses=(413,),
     ),
     FailurePattern(
         "refused",
         _p(r"usage polic|content filter|content policy"),
-        "The model provider refused that turn." + _FRESH_NOTE,
+        failure_sentence("refused"),
         Recovery.FRESH_SESSION,
     ),
 )
@@ -134,7 +132,7 @@ PATTERNS: tuple[FailurePattern, ...] = (
 _BROKEN = FailurePattern(
     "rejected",
     _p(r"$^"),
-    "The model rejected that turn outright." + _FRESH_NOTE + " Please send your message again.",
+    failure_sentence("rejected"),
     Recovery.FRESH_SESSION,
 )
 
@@ -167,7 +165,7 @@ def crash_failure(exit_code: int | None, stderr: Iterable[str] = ()) -> Failure:
     code = "killed" if exit_code is None else f"exit code {exit_code}"
     return Failure(
         "crash",
-        "My executor process crashed while working on this.",
+        failure_sentence("crash"),
         Recovery.KEEP_SESSION,
         detail=f"{code}: {' | '.join(lines[-3:])}",
     )

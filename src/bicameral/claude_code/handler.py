@@ -17,14 +17,17 @@ from bicameral.claude_code.process import Spawn, cli_version, spawn_process
 from bicameral.claude_code.spec import (
     MCP_NAMESPACE,
     MIN_VERSION,
+    our_name,
     parse_version,
     too_old,
 )
+from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
 from bicameral.conversation.envelope import content_blocks
 from bicameral.conversation.memory import burst_text, prompt_note
+from bicameral.conversation.progress import ProgressNote
 from bicameral.conversation.turn import Turn
 from bicameral.errors import ConfigError
 from bicameral.events import Inbound, SendText, chat_key
@@ -34,7 +37,7 @@ from bicameral.mcp.plugins import (
     visible_tools,
 )
 from bicameral.mcp.server import McpToolServer
-from bicameral.models.base import ImageBlock, TextBlock, read_image
+from bicameral.models.base import ImageBlock, TextBlock, read_image, summarize_call
 from bicameral.store import Stores
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
@@ -155,20 +158,39 @@ class ClaudeCodeChamber:
         def undelivered() -> bool:
             return not ctx.sent_message_ids
 
-        outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
-        if outcome.failure is not None and outcome.failure.retry:
-            # The stored session could not be reopened: the same turn once more, in a fresh one.
-            log.warning("%s: %s; retrying the turn in a fresh session", turn.chat, outcome.failure.kind)
-            await worker.reset_session()
-            await self._say(turn, outcome.failure.message)
-            outcome = await worker.run_turn(first, ctx, drain=drain, may_restart=undelivered)
-        last_text = outcome.final_text
-        nudges = 0
-        while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:
-            nudges += 1
-            log.warning("[CC.dropped] %s wrote text but sent nothing; nudge %d: %s", turn.chat, nudges, outcome.final_text[:120])
-            outcome = await worker.run_turn(Prompt(_NUDGE), ctx, drain=drain, may_restart=undelivered)
-            last_text = outcome.final_text or last_text
+        progress = ProgressNote(
+            turn.perform, turn.chat, after=self._settings.progress_note_after_seconds, thread_id=turn.thread_id
+        )
+
+        async def on_event(event: StreamEvent) -> None:
+            if not isinstance(event, ToolUse):
+                return
+            tool = self._tools.get(our_name(event.name))
+            if tool is not None and tool.messaging:
+                await progress.close()  # the answer is going out: the note has done its job
+            else:
+                await progress.step(summarize_call(our_name(event.name), event.input))
+
+        progress.start()
+        try:
+            outcome = await worker.run_turn(first, ctx, drain=drain, on_event=on_event, may_restart=undelivered)
+            if outcome.failure is not None and outcome.failure.retry:
+                # The stored session could not be reopened: the same turn once more, in a fresh one.
+                log.warning("%s: %s; retrying the turn in a fresh session", turn.chat, outcome.failure.kind)
+                await worker.reset_session()
+                await self._say(turn, outcome.failure.message)
+                outcome = await worker.run_turn(first, ctx, drain=drain, on_event=on_event, may_restart=undelivered)
+            last_text = outcome.final_text
+            nudges = 0
+            while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:
+                nudges += 1
+                log.warning(
+                    "[CC.dropped] %s wrote text but sent nothing; nudge %d: %s", turn.chat, nudges, outcome.final_text[:120]
+                )
+                outcome = await worker.run_turn(Prompt(_NUDGE), ctx, drain=drain, on_event=on_event, may_restart=undelivered)
+                last_text = outcome.final_text or last_text
+        finally:
+            await progress.close()
         await self._conclude(turn, ctx, worker, outcome, last_text)
 
     # --- the turn's end ---

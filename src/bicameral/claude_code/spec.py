@@ -16,6 +16,12 @@ from bicameral.redaction import REDACTED, Redactor
 
 MCP_SERVER_NAME = "bicameral"
 MCP_NAMESPACE = f"mcp__{MCP_SERVER_NAME}"
+
+
+def our_name(cli_tool_name: str) -> str:
+    """The registry's name of a tool the CLI calls through our MCP server (others stay as they are)."""
+    return cli_tool_name.removeprefix(f"{MCP_NAMESPACE}__")
+
 # Read-only web access is on by default; everything below is gated by a plugins tool group.
 DEFAULT_BUILTINS = ("WebFetch", "WebSearch")
 TOOL_GROUPS: Mapping[str, tuple[str, ...]] = {

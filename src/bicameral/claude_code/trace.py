@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]  # it ships no type stubs
+import psutil
 
 from bicameral.claude_code.capture import META_SUFFIX, STREAM_SUFFIX
 from bicameral.claude_code.stream import (

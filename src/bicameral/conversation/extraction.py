@@ -51,7 +51,7 @@ class FactExtractor:
         self._model = model
         self._memory = memory
         self._max_tokens = max_tokens
-        self._running: set[asyncio.Task] = set()
+        self._running: set[asyncio.Task[None]] = set()
 
     def schedule(self, reach: Reach | None, batch: Sequence[Inbound], reply: str) -> None:
         """Extract from this exchange in the background (nothing when the conversation has no memory)."""

@@ -7,12 +7,14 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from bicameral.config import Settings
 from bicameral.conversation.memory import command_reach, forget_command, memory_command
-from bicameral.conversation.router import ActionRouter
+from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn, TurnHandler
-from bicameral.events import Action, ActionResult, Inbound, SendFile, SendText, Typing, is_owner
+from bicameral.events import Action, ActionResult, Inbound, SendText, Typing, is_owner
+from bicameral.failures import failure_detail, failure_sentence
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
 from bicameral.types import Sleep
@@ -20,7 +22,6 @@ from bicameral.types import Sleep
 log = logging.getLogger(__name__)
 
 _STOP_GRACE_SECONDS = 0.8
-_FAILURE_TEXT = "Something went wrong on my side while working on that. Please try again."
 
 
 @dataclass
@@ -28,8 +29,8 @@ class _Lane:
     chat: str
     pending: list[Inbound] = field(default_factory=list)
     injected: list[Inbound] = field(default_factory=list)
-    timer: asyncio.Task | None = None
-    turn: asyncio.Task | None = None
+    timer: asyncio.Task[None] | None = None
+    turn: asyncio.Task[None] | None = None
     turn_senders: frozenset[str] = frozenset()
     stop_requested: bool = False
 
@@ -45,7 +46,7 @@ class Conversation:
         self,
         settings: Settings,
         handler: TurnHandler,
-        router: ActionRouter,
+        outbox: Outbox,
         messages: MessageStore,
         *,
         lanes_per_user_in_groups: bool = False,
@@ -55,7 +56,7 @@ class Conversation:
     ) -> None:
         self._settings = settings
         self._handler = handler
-        self._router = router
+        self._outbox = outbox
         self._messages = messages
         self._sleep = sleep
         self._lanes_per_user_in_groups = lanes_per_user_in_groups
@@ -92,12 +93,24 @@ class Conversation:
 
     async def recover(self) -> int:
         """Replay inbound messages that were accepted but never answered (e.g. before a crash)."""
-        pending = self._messages.pending_inbound()
+        held = self._outbox.held_rows()  # answered already; the outbox still delivers the answer
+        pending = [i for i in self._messages.pending_inbound() if i.row_id not in held]
         for inbound in pending:
             await self.submit(inbound)
         if pending:
             log.info("recovered %d unanswered message(s)", len(pending))
         return len(pending)
+
+    async def finish(self) -> None:
+        """Answer what already came in: debounced bursts start now; returns when no turn runs or waits."""
+        while True:
+            for lane in self._lanes.values():
+                if lane.pending and not lane.busy:
+                    self._schedule(lane, 0)
+            waiting = [t for lane in self._lanes.values() for t in (lane.timer, lane.turn) if t is not None and not t.done()]
+            if not waiting:
+                return
+            await asyncio.wait(waiting)
 
     def busy_chats(self) -> list[str]:
         return sorted({lane.chat for lane in self._lanes.values() if lane.busy})
@@ -105,7 +118,7 @@ class Conversation:
     async def close(self) -> None:
         """Cancel timers and running turns; unanswered messages stay pending for the next start."""
         self._closing = True
-        tasks: list[asyncio.Task] = list(self._replies)
+        tasks: list[asyncio.Task[Any]] = list(self._replies)
         for reply in tasks:
             reply.cancel()
         for lane in self._lanes.values():
@@ -142,7 +155,7 @@ class Conversation:
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
         handed: list[Inbound] = []
-        answered = False
+        turn_id = uuid.uuid4().hex[:12]
 
         def drain() -> list[Inbound]:
             items, lane.injected = lane.injected, []
@@ -150,16 +163,11 @@ class Conversation:
             return items
 
         async def perform(action: Action) -> ActionResult:
-            nonlocal answered
-            result = await self._router.perform(action)
-            if result.ok and isinstance(action, (SendText, SendFile)) and not answered:
-                answered = True  # from here a restart must not answer this batch again
-                self._messages.mark_consumed(i.row_id for i in batch + handed)
-            return result
+            return await self._outbox.perform(action, turn=turn_id)
 
         turn = Turn(
             chat=lane.chat,
-            turn_id=uuid.uuid4().hex[:12],
+            turn_id=turn_id,
             batch=batch,
             perform=perform,
             drain_injected=drain,
@@ -179,15 +187,17 @@ class Conversation:
             finished = lane.stop_requested
             if not finished:
                 raise
-        except Exception:
-            log.exception("turn %s in %s failed", turn.turn_id, lane.chat)
-            await perform(SendText(chat=lane.chat, text=_FAILURE_TEXT, reply_to=turn.reply_anchor))
+        except Exception as exc:
+            log.error("turn %s in %s failed: %s", turn.turn_id, lane.chat, failure_detail(exc))
+            await perform(SendText(chat=lane.chat, text=failure_sentence("internal"), reply_to=turn.reply_anchor))
             finished = True
         finally:
             if typing is not None:
                 typing.cancel()
             if finished:
-                self._messages.mark_consumed(i.row_id for i in batch + handed)
+                # Not answered yet if the final message still waits in the outbox; a crash before the
+                # turn finished leaves the batch pending, so an interim "on it" cannot swallow it.
+                self._outbox.settle(turn.turn_id, [i.row_id for i in batch + handed])
         if lane.injected and not self._closing:
             # Messages that missed the turn's last tool boundary open the next turn straight away.
             lane.pending.extend(lane.injected)
@@ -196,7 +206,7 @@ class Conversation:
 
     async def _keep_typing(self, turn: Turn) -> None:
         while True:
-            await self._router.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
+            await self._outbox.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
             await self._sleep(self._settings.typing_interval_seconds)
 
     # --- commands ---
@@ -278,7 +288,7 @@ class Conversation:
         """Answer a command in the background: a slow or rate-limited send must not hold up intake."""
         reply_to = None if inbound.is_private else inbound.message_id
         action = SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id)
-        reply = asyncio.create_task(self._router.perform(action), name=f"command-reply:{inbound.chat}")
+        reply = asyncio.create_task(self._outbox.perform(action), name=f"command-reply:{inbound.chat}")
         self._replies.add(reply)
         reply.add_done_callback(self._replies.discard)
 

@@ -1,4 +1,4 @@
-"""Routes each Action to its chat's channel at once, then records what was sent (no queue, no retry)."""
+"""Routes each Action to its chat's channel, then records what was sent; one attempt (the outbox retries)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from bicameral.events import (
     SendText,
     split_chat_key,
 )
+from bicameral.failures import failure_detail
 from bicameral.observe import transcript
 from bicameral.store.messages import MessageStore
 
@@ -42,8 +43,8 @@ class ActionRouter:
             try:
                 result = await channel.perform(action)
             except Exception as exc:  # a channel bug must not take the turn down
-                log.exception("channel %s failed on %s", channel.name, type(action).__name__)
-                result = ActionResult.failed(f"{type(exc).__name__}: {exc}")
+                log.error("channel %s failed on %s: %s", channel.name, type(action).__name__, failure_detail(exc))
+                result = ActionResult.failed("the channel failed unexpectedly (the details are in the log)")
         self._record(action, result)
         return result
 

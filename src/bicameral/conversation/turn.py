@@ -20,7 +20,7 @@ class Turn:
     chat: str
     turn_id: str
     batch: list[Inbound]
-    # Performs an action for this turn; the first delivered message marks the batch answered.
+    # Performs an action for this turn; messages go through the outbox, tagged with the turn.
     perform: Callable[[Action], Awaitable[ActionResult]]
     # Messages that arrived since the turn started; calling it hands them to the turn.
     drain_injected: Callable[[], list[Inbound]]

@@ -117,7 +117,7 @@ class FrontActions:
 
     async def _reply(self, args: ReplyArgs) -> str:
         await self.delivery.say(
-            self.turn.chat, args.text, reply_to=self.turn.reply_anchor, thread_id=self.turn.thread_id, perform=self.turn.perform
+            self.turn.chat, args.text, reply_to=self.turn.reply_anchor, thread_id=self.turn.thread_id, turn=self.turn.turn_id
         )
         self.replied = True
         return "replied"
@@ -172,7 +172,7 @@ class FrontActions:
 
     async def _say(self, text: str) -> None:
         await self.delivery.say(
-            self.turn.chat, text, reply_to=self.turn.reply_anchor, thread_id=self.turn.thread_id, perform=self.turn.perform
+            self.turn.chat, text, reply_to=self.turn.reply_anchor, thread_id=self.turn.thread_id, turn=self.turn.turn_id
         )
         self.replied = True
 

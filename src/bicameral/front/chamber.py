@@ -16,8 +16,9 @@ from bicameral.config import Settings
 from bicameral.conversation.envelope import content_blocks
 from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks
+from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn
-from bicameral.events import Action, ActionResult
+from bicameral.failures import failure_sentence
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
@@ -42,7 +43,7 @@ class FrontChamber:
         tasks: TaskStore,
         front_model: Model,
         executor: Executor,
-        perform: Callable[[Action], Awaitable[ActionResult]],
+        outbox: Outbox,
         *,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
@@ -56,7 +57,7 @@ class FrontChamber:
         self._rng = rng or random.Random()
         self._sleep = sleep
         self.delivery = Delivery(
-            perform,
+            outbox,
             front_model,
             bot_name=settings.bot_name,
             pause_scale=settings.delivery_pause_scale,
@@ -76,8 +77,8 @@ class FrontChamber:
         )
         self._template = prompts.load("front.md")
         self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
-        self._followups: dict[str, asyncio.Task] = {}
-        self._notes_loop: asyncio.Task | None = None
+        self._followups: dict[str, asyncio.Task[None]] = {}
+        self._notes_loop: asyncio.Task[None] | None = None
         self._last_note: dict[str, float] = {}
 
     # --- TurnHandler ---
@@ -98,6 +99,10 @@ class FrontChamber:
         if self._extractor is not None:
             await self._extractor.close()
 
+    async def finish(self) -> None:
+        """Let running tasks end and their results be written (the input ended; the app stops next)."""
+        await self.bus.finish()
+
     def reset(self, chat: str) -> None:
         self._stores.kv.set(_RESET_KEY + chat, repr(self._clock()))
 
@@ -117,7 +122,7 @@ class FrontChamber:
             completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
         except ModelError as exc:
             log.warning("front model failed (%s): %s", exc.kind, exc)
-            await self.delivery.say(turn.chat, describe_model_error(exc), reply_to=turn.reply_anchor, perform=turn.perform)
+            await self.delivery.say(turn.chat, describe_model_error(exc), reply_to=turn.reply_anchor, turn=turn.turn_id)
             return
         actions = FrontActions(turn, self.bus, self.delivery, self._schedule_followup, self._clock)
         for call in completion.tool_calls:
@@ -125,7 +130,7 @@ class FrontChamber:
             log.info("front %s in %s: %s", call.name, turn.chat, note)
         text = completion.text.strip()
         if text and not actions.replied:
-            await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, thread_id=turn.thread_id, perform=turn.perform)
+            await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, thread_id=turn.thread_id, turn=turn.turn_id)
         await self._deliver_waiting(turn.chat)
         if self._extractor is not None:
             self._extractor.schedule(turn.reach, turn.batch, text)  # in the background, after the answer
@@ -139,8 +144,7 @@ class FrontChamber:
                 return
             await self._deliver(task)
         elif event.kind is EventKind.FAILED:
-            await self._say(task, f"I couldn't finish {task.name}: {task.error or 'it failed'}")
-            self._tasks.update(task.id, delivered_at=self._clock())
+            await self._say(task, f"I couldn't finish {task.name}: {task.error or failure_sentence(None)}", delivered=True)
         elif event.kind is EventKind.RETRYING:
             seconds = max(5, int(self.bus.retry_delay))
             await self._say(task, f"Hit a snag with {task.name}, retrying (~{seconds}s).")
@@ -156,8 +160,7 @@ class FrontChamber:
             if finished_ago:
                 # Reintroduce from real data: what it was and when it finished, before the substance.
                 text = f"Oh hey, I finished {task.name} {finished_ago}.\n\n{text}"
-        await self._say(task, text)
-        self._tasks.update(task.id, delivered_at=self._clock())
+        await self._say(task, text, delivered=True)
 
     async def _deliver_waiting(self, chat: str) -> None:
         """Results that finished while the user was away, reintroduced now that they are back."""
@@ -165,8 +168,14 @@ class FrontChamber:
             if task.state is TaskState.COMPLETED:
                 await self._deliver(task, finished_ago=ago(self._clock() - (task.finished_at or task.updated_at)))
 
-    async def _say(self, task: Task, text: str) -> None:
-        await self.delivery.say(task.chat, text, reply_to=task.origin_message, thread_id=task.thread_id)
+    async def _say(self, task: Task, text: str, *, delivered: bool = False) -> None:
+        """Tell the task's chat; with `delivered`, the task counts as delivered once the words are in the outbox."""
+
+        def mark_delivered() -> None:
+            self._tasks.update(task.id, delivered_at=self._clock())
+
+        on_recorded = mark_delivered if delivered else None
+        await self.delivery.say(task.chat, text, reply_to=task.origin_message, thread_id=task.thread_id, on_recorded=on_recorded)
 
     # --- context ---
 
@@ -192,7 +201,9 @@ class FrontChamber:
             for task in open_tasks:
                 signal = self.bus.last_signal(task.id)
                 state = f"{signal.kind.value} {ago(now - signal.ts)}" if signal else task.state.value
-                lines.append(f"- id={task.id} label={task.label or '-'} state={task.state.value} last_signal={state}: {task.spec[:300]}")
+                lines.append(
+                    f"- id={task.id} label={task.label or '-'} state={task.state.value} last_signal={state}: {task.spec[:300]}"
+                )
             lines.append("</open_tasks>")
         else:
             lines.append("<open_tasks>none</open_tasks>")

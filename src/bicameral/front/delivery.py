@@ -7,13 +7,13 @@ import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
+from bicameral.conversation.outbox import Outbox
 from bicameral.events import SendFile, SendText, Typing
 from bicameral.models.base import Message, Model, ModelError, complete
-from bicameral.types import Perform
 
 log = logging.getLogger(__name__)
-
 
 SHIM_PROMPT = (
     "Rephrase the text in the voice of {bot_name}: a warm, brief personal assistant in a chat app. "
@@ -33,7 +33,7 @@ _KEEP = re.compile(r"https?://\S+|`[^`]+`|\d[\d.,:%]*")
 class Delivery:
     def __init__(
         self,
-        perform: Perform,
+        outbox: Outbox,
         front_model: Model,
         *,
         bot_name: str = "bicameral",
@@ -42,14 +42,13 @@ class Delivery:
         rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._perform = perform
+        self._outbox = outbox
         self._model = front_model
         self._bot_name = bot_name
         self._pause_scale = pause_scale
         self._max_tokens = max_tokens
         self._rng = rng or random.Random()
         self._sleep = sleep
-        self._locks: dict[str, asyncio.Lock] = {}
 
     async def say(
         self,
@@ -58,24 +57,32 @@ class Delivery:
         *,
         reply_to: str | None = None,
         thread_id: str | None = None,
-        perform: Perform | None = None,
+        turn: str | None = None,
+        on_recorded: Callable[[], None] | None = None,
     ) -> list[str]:
-        """Send text as 1-3 natural messages, each after a jittered typing pause; returns message ids."""
-        perform = perform or self._perform
-        sent: list[str] = []
-        async with self._locks.setdefault(chat, asyncio.Lock()):
-            for index, part in enumerate(natural_parts(text)):
-                await perform(Typing(chat=chat, thread_id=thread_id))
-                await self._sleep(self.pause_before(part, first=index == 0))
-                result = await perform(
-                    SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id)
-                )
-                sent.extend(result.message_ids)
-        return sent
+        """Send text as 1-3 natural messages, each after a jittered typing pause; returns the ids sent so far.
+
+        Every part is in the outbox before the first goes out (`on_recorded` runs then); the later
+        parts follow on the outbox's timers, so a restart between parts delivers the rest.
+        """
+        parts = natural_parts(text)
+        if not parts:
+            return []
+        await self._outbox.perform(Typing(chat=chat, thread_id=thread_id))
+        await self._sleep(self.pause_before(parts[0], first=True))
+        messages = [
+            SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id)
+            for index, part in enumerate(parts)
+        ]
+        pauses = [0.0] + [self.pause_before(part, first=False) for part in parts[1:]]
+        results = await self._outbox.send(messages, turn=turn, pauses=pauses, on_recorded=on_recorded)
+        return [message_id for result in results for message_id in result.message_ids]
 
     async def send_file(self, chat: str, path: str, caption: str, *, thread_id: str | None = None) -> bool:
-        kind = "photo" if path.lower().endswith((".png", ".jpg", ".jpeg", ".webp")) else "document"
-        result = await self._perform(SendFile(chat=chat, path=path, kind=kind, caption=caption, thread_id=thread_id))
+        kind: Literal["photo", "document"] = (
+            "photo" if path.lower().endswith((".png", ".jpg", ".jpeg", ".webp")) else "document"
+        )
+        result = await self._outbox.perform(SendFile(chat=chat, path=path, kind=kind, caption=caption, thread_id=thread_id))
         return result.ok
 
     def pause_before(self, part: str, *, first: bool) -> float:

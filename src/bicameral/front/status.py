@@ -61,5 +61,6 @@ def _nothing_running(recent: Sequence[Task], now: float) -> str:
     finished = [t for t in recent if t.state is TaskState.COMPLETED]
     if finished:
         last = finished[-1]
-        return f"Nothing is running right now. The last thing I finished was {last.name} ({ago(now - (last.finished_at or last.updated_at))})."
+        when = ago(now - (last.finished_at or last.updated_at))
+        return f"Nothing is running right now. The last thing I finished was {last.name} ({when})."
     return "Nothing is running right now."

@@ -92,7 +92,7 @@ def _local_model(ref: ModelRef, settings: Settings) -> LocalModel:
         candidate = settings.data_dir / "models" / name
         if not path.is_absolute() and not path.exists() and candidate.exists():
             path = candidate
-    return LocalModel(path, context_tokens=settings.local_context_tokens)
+    return LocalModel(path, context_tokens=settings.local_context_tokens, preload=True)
 
 
 def _secret(value: Any) -> str | None:

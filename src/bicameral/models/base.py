@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
@@ -87,6 +87,16 @@ class ToolCall:
     id: str
     name: str
     input: dict[str, Any]
+
+    def summary(self) -> str:
+        """The call as a person reads it in a status line: name and the first few arguments, cut short."""
+        return summarize_call(self.name, self.input)
+
+
+def summarize_call(name: str, args: Mapping[str, Any]) -> str:
+    """`name(key=value, ...)` with at most three arguments of 40 characters each."""
+    shown = ", ".join(f"{key}={str(value)[:40]}" for key, value in list(args.items())[:3])
+    return f"{name}({shown})"
 
 
 @dataclass(frozen=True)

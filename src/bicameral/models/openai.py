@@ -58,8 +58,17 @@ class OpenAIModel(RemoteModel[openai.AsyncOpenAI]):
         official = not self.base_url or "api.openai.com" in self.base_url
         params["max_completion_tokens" if official else "max_tokens"] = max_tokens
         reader = _StreamReader()
-        response = await client.chat.completions.create(
-            model=self.model, stream=True, stream_options={"include_usage": True}, **params
+        # Posted as is: `build_request` already produced plain JSON, and the SDK's TypedDict walk in
+        # `chat.completions.create` costs milliseconds per request, growing with the history.
+        response = await client.post(
+            "/chat/completions",
+            body={"model": self.model, "stream": True, "stream_options": {"include_usage": True}, **params},
+            cast_to=object,
+            options={"security": {"bearer_auth": True}},
+            stream=True,
+            # Chunks as the parsed JSON: building SDK models for every chunk costs more than the rest of
+            # the request path together.
+            stream_cls=openai.AsyncStream[object],
         )
         async with response:
             self.expect_event_stream(response.response)
@@ -159,7 +168,7 @@ def _user_messages(message: Message, data_dir: Path) -> list[dict[str, Any]]:
 
 
 class _StreamReader:
-    """Accumulates chat.completion.chunk deltas; tool calls are only complete at the end."""
+    """Accumulates chat.completion.chunk deltas (parsed JSON); tool calls are only complete at the end."""
 
     def __init__(self) -> None:
         self._calls: dict[int, dict[str, Any]] = {}
@@ -168,29 +177,31 @@ class _StreamReader:
         self.answered = False  # a chunk carried a choice: a stream of none is no reply at all
 
     def feed(self, chunk: Any) -> list[ModelEvent]:
-        if chunk.usage is not None:
-            self._usage = _usage(chunk.usage)
+        if not isinstance(chunk, dict):
+            return []
+        if usage := chunk.get("usage"):
+            self._usage = _usage(usage)
         out: list[ModelEvent] = []
-        for choice in chunk.choices or []:
-            if choice.index != 0:
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
                 continue
             self.answered = True
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-            delta = choice.delta
-            if delta is None:
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+            delta = choice.get("delta")
+            if not delta:
                 continue
-            if delta.content:
-                out.append(TextDelta(delta.content))
-            for call in delta.tool_calls or []:
-                slot = self._calls.setdefault(call.index, {"id": None, "name": "", "arguments": []})
-                if call.id:
-                    slot["id"] = call.id
-                if call.function is not None:
-                    if call.function.name:
-                        slot["name"] += call.function.name
-                    if call.function.arguments:
-                        slot["arguments"].append(call.function.arguments)
+            if delta.get("content"):
+                out.append(TextDelta(delta["content"]))
+            for call in delta.get("tool_calls") or []:
+                slot = self._calls.setdefault(call.get("index", 0), {"id": None, "name": "", "arguments": []})
+                if call.get("id"):
+                    slot["id"] = call["id"]
+                function = call.get("function") or {}
+                if function.get("name"):
+                    slot["name"] += function["name"]
+                if function.get("arguments"):
+                    slot["arguments"].append(function["arguments"])
         return out
 
     def finish(self) -> list[ModelEvent]:
@@ -207,14 +218,14 @@ class _StreamReader:
         return out
 
 
-def _usage(usage: Any) -> Usage:
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
-    written = (getattr(details, "cache_write_tokens", None) or 0) if details else 0
+def _usage(usage: dict[str, Any]) -> Usage:
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    written = details.get("cache_write_tokens") or 0
     # OpenAI counts cached tokens inside prompt_tokens; Anthropic (and our Usage) keeps them apart.
     return Usage(
-        input_tokens=max((usage.prompt_tokens or 0) - cached, 0),
-        output_tokens=usage.completion_tokens or 0,
+        input_tokens=max((usage.get("prompt_tokens") or 0) - cached, 0),
+        output_tokens=usage.get("completion_tokens") or 0,
         cache_read_tokens=cached,
         cache_write_tokens=written,
     )

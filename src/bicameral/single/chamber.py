@@ -13,9 +13,10 @@ from bicameral.conversation.compaction import Compactor
 from bicameral.conversation.envelope import content_blocks, envelope
 from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks, without_memory
+from bicameral.conversation.progress import ProgressNote
 from bicameral.conversation.turn import Turn
 from bicameral.events import SendText
-from bicameral.models.base import MESSAGES, Message
+from bicameral.models.base import MESSAGES, Message, ToolCall
 from bicameral.store import Stores
 
 log = logging.getLogger(__name__)
@@ -54,17 +55,31 @@ class SingleChamber:
 
     async def handle(self, turn: Turn) -> None:
         ctx = turn.tool_context(self._settings, self._stores)
-        history = await self._compactor.compact(MESSAGES.validate_python(self._stores.sessions.load(turn.chat)), ctx.reach)
-        remembered = await memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
-        user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
-        transcript = history + [user]
+        progress = ProgressNote(
+            turn.perform, turn.chat, after=self._settings.progress_note_after_seconds, thread_id=turn.thread_id
+        )
+        progress.start()
+        transcript: list[Message] = []
         try:
+            history = await self._compactor.compact(
+                MESSAGES.validate_python(self._stores.sessions.load(turn.chat)), ctx.reach
+            )
+            remembered = await memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
+            user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
+            transcript = history + [user]
+
+            async def on_tool(call: ToolCall) -> None:
+                await progress.step(call.summary())
+
             result = await self._runner.run(
-                self.system_prompt(turn), transcript, ctx, lambda: envelope(turn.drain_injected()) or None
+                self.system_prompt(turn), transcript, ctx, lambda: envelope(turn.drain_injected()) or None, on_tool=on_tool
             )
         except BaseException:
-            self._save(turn.chat, transcript + [Message.assistant("(the turn was interrupted)")])
+            if transcript:
+                self._save(turn.chat, transcript + [Message.assistant("(the turn was interrupted)")])
             raise
+        finally:
+            await progress.close()
         if result.error is not None:
             reply = describe_model_error(result.error)
             self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])

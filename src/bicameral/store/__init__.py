@@ -13,6 +13,7 @@ from bicameral.store.kv import KeyValueStore
 from bicameral.store.learnings import Learnings
 from bicameral.store.memory import Memory
 from bicameral.store.messages import MessageStore
+from bicameral.store.outbox import OutboxStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.sessions import SessionStore
 from bicameral.store.tool_calls import ToolCallStore
@@ -28,6 +29,7 @@ class Stores:
     unauthorized: UnauthorizedStore
     ratelimits: RateLimitStore
     kv: KeyValueStore
+    outbox: OutboxStore
     memory: Memory
     instructions: Instructions
     learnings: Learnings
@@ -49,6 +51,7 @@ class Stores:
             unauthorized=UnauthorizedStore(db),
             ratelimits=RateLimitStore(db),
             kv=KeyValueStore(db),
+            outbox=OutboxStore(db, redact=redact),
             memory=Memory(db, beside / "memory", committed=committed_memory),
             instructions=Instructions(beside / "instructions"),
             learnings=Learnings(beside / "self" / "learnings.md"),

@@ -7,7 +7,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
+
+# Positional or named statement parameters.
+Params = tuple[Any, ...] | dict[str, Any]
 
 
 class Database:
@@ -29,12 +34,13 @@ class Database:
     def migrate(self) -> int:
         """Apply every migration newer than the schema's user_version; returns the version."""
         with self._lock:
-            current = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            for version, sql in _migrations():
-                if version <= current:
-                    continue
+            current: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            pending = [entry for version, entry in _migration_files() if version > current]
+            # The usual start: the schema is current, so no migration file is even read.
+            for entry in pending:
+                version = int(entry.name[:3])
                 with self.tx() as conn:
-                    _run_script(conn, sql)
+                    _run_script(conn, entry.read_text(encoding="utf-8"))
                     conn.execute(f"PRAGMA user_version={version}")
                 current = version
             return current
@@ -52,15 +58,16 @@ class Database:
             else:
                 self._conn.execute("COMMIT")
 
-    def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+    def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
-    def query_one(self, sql: str, params: tuple | dict = ()) -> sqlite3.Row | None:
+    def query_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
         with self._lock:
-            return self._conn.execute(sql, params).fetchone()
+            row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
+            return row
 
-    def execute(self, sql: str, params: tuple | dict = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
         with self._lock:
             return self._conn.execute(sql, params)
 
@@ -69,14 +76,11 @@ class Database:
             self._conn.close()
 
 
-def _migrations() -> list[tuple[int, str]]:
+def _migration_files() -> list[tuple[int, Traversable]]:
+    """The NNN_*.sql files in version order."""
     folder = resources.files("bicameral.store").joinpath("migrations")
-    found = []
-    for entry in folder.iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:3].isdigit():
-            found.append((int(name[:3]), entry.read_text(encoding="utf-8")))
-    return sorted(found)
+    found = [(int(e.name[:3]), e) for e in folder.iterdir() if e.name.endswith(".sql") and e.name[:3].isdigit()]
+    return sorted(found, key=lambda pair: pair[0])
 
 
 def _run_script(conn: sqlite3.Connection, sql: str) -> None:

@@ -186,7 +186,7 @@ class Memory:
         same = next((e for e in file.entries if _normal(e.text) == _normal(text)), None)
         if same is not None:
             if importance > same.importance:
-                self._write(path, edit(file, remove={same.id}, add=[_with(same, importance=importance)]))
+                self._write(path, edit(file, remove={same.id}, add=[replace(same, span=None, importance=importance)]))
             return Remembered(self._fact(same.id), "repeat")
         old = next((e for e in file.entries if (replaces and e.id == replaces) or (key and e.key == key)), None)
         if replaces and old is None:
@@ -282,10 +282,6 @@ def _has_all_words(text: str, words: str) -> bool:
     wanted = set(meaningful_words(words))
     have = set(_normal(text).split())
     return bool(wanted) and wanted <= have
-
-
-def _with(entry: Entry, **changes) -> Entry:
-    return replace(entry, span=None, **changes)
 
 
 __all__ = ["Fact", "Memory", "Remembered", "Stats"]

@@ -12,7 +12,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +56,7 @@ class MemoryFile:
     """A parsed file: its frontmatter, its live entries and its history."""
 
     scope: str
-    front: dict = field(default_factory=dict)
+    front: dict[object, object] = field(default_factory=dict)  # YAML allows any keys and values
     entries: list[Entry] = field(default_factory=list)
     history: list[Entry] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
@@ -228,7 +228,7 @@ def parse(scope: str, text: str, origin: str) -> MemoryFile:
     return result
 
 
-def _frontmatter(lines: list[str]) -> tuple[dict, int]:
+def _frontmatter(lines: list[str]) -> tuple[dict[object, object], int]:
     """The frontmatter mapping and the index of the first body line."""
     if not lines or lines[0].strip() != "---":
         return {}, 0
@@ -282,7 +282,9 @@ def new_file(scope: str, now: datetime) -> str:
     return "\n".join(["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(), "---", "", "# Memory", ""])
 
 
-def edit(file: MemoryFile, *, remove: set[str] = frozenset(), add: Sequence[Entry] = (), retired: Sequence[Entry] = ()) -> str:
+def edit(
+    file: MemoryFile, *, remove: Collection[str] = frozenset(), add: Sequence[Entry] = (), retired: Sequence[Entry] = ()
+) -> str:
     """The file's text with entries removed, live entries added and retired ones put under History.
 
     Only the lines concerned change, so whatever else a person wrote stays exactly as it was.

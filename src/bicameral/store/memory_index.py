@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -158,12 +159,12 @@ class MemoryIndex:
         return [(r["path"], r["error"]) for r in rows]
 
 
-def _delete_facts(conn, where: str, params: tuple) -> None:
+def _delete_facts(conn: sqlite3.Connection, where: str, params: tuple[str, ...]) -> None:
     conn.execute(f"DELETE FROM memory_fts WHERE rowid IN (SELECT rowid FROM memory_facts WHERE {where})", params)
     conn.execute(f"DELETE FROM memory_facts WHERE {where}", params)
 
 
-def _fact(row) -> Fact:
+def _fact(row: sqlite3.Row) -> Fact:
     return Fact(
         id=row["id"],
         scope=row["scope"],

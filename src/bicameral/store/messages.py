@@ -58,7 +58,7 @@ class MessageStore:
             )
             return int(cursor.lastrowid or 0)
 
-    def mark_consumed(self, row_ids: Iterable[int]) -> None:
+    def mark_consumed(self, row_ids: Iterable[int | None]) -> None:
         ids = [i for i in row_ids if i is not None]
         if not ids:
             return
@@ -108,11 +108,11 @@ class MessageStore:
         since: float | None = None,
         until: float | None = None,
         limit: int = 20,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """Messages containing every word (any case), newest first: in `chat`, or with `person`
         (channel, sender id) in every chat that person ever wrote in."""
         where = ["text <> ''"]
-        params: list = []
+        params: list[str | float] = []
         if person is not None:
             where.append("chat IN (SELECT DISTINCT chat FROM messages WHERE channel = ? AND sender_id = ?)")
             params += list(person)

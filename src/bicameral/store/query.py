@@ -45,7 +45,7 @@ class QueryRefused(ValueError):
 @dataclass(frozen=True)
 class QueryResult:
     columns: list[str]
-    rows: list[tuple]
+    rows: list[tuple[object, ...]]
     more: bool  # rows were cut at the cap
 
 
@@ -106,7 +106,7 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
     return sqlite3.SQLITE_OK
 
 
-def _kind(node: exp.Expression) -> str:
+def _kind(node: exp.Expr) -> str:
     # Statements sqlglot does not model (VACUUM, REPLACE, ...) come back as a Command named by their first word.
     return str(node.this).upper() if isinstance(node, exp.Command) else node.key.upper()
 

@@ -83,8 +83,8 @@ class UnauthorizedStore:
 
     def count(self, chat: str | None = None) -> int:
         if chat is None:
-            return int(self._db.query_one("SELECT COUNT(*) FROM unauthorized_messages")[0])
-        return int(self._db.query_one("SELECT COUNT(*) FROM unauthorized_messages WHERE chat = ?", (chat,))[0])
+            return int(self._db.query("SELECT COUNT(*) FROM unauthorized_messages")[0][0])
+        return int(self._db.query("SELECT COUNT(*) FROM unauthorized_messages WHERE chat = ?", (chat,))[0][0])
 
     def texts(self) -> list[str]:
         """The refused texts still kept, oldest first."""

@@ -9,8 +9,9 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+from bicameral.failures import failure_detail, failure_sentence
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskOutcome, TaskState
 
@@ -29,13 +30,13 @@ class TaskControl(Protocol):
 
     task: Task
 
-    def resume_messages(self) -> list[dict] | None:
+    def resume_messages(self) -> list[dict[str, Any]] | None:
         """The latest checkpoint of this task's transcript, if any."""
 
     def drain_notes(self) -> list[str]:
         """Context the user added (append / redirect) since the last call."""
 
-    def checkpoint(self, messages: list[dict], reason: str = "step") -> None:
+    def checkpoint(self, messages: list[dict[str, Any]], reason: str = "step") -> None:
         """Persist the transcript so far: redirect and restart resume from here."""
 
     async def progress(self, text: str) -> None:
@@ -61,8 +62,8 @@ class _Run:
     """In-memory state of a task being driven."""
 
     notes: list[str] = field(default_factory=list)
-    aio: asyncio.Task | None = None
-    step: asyncio.Task | None = None
+    aio: asyncio.Task[None] | None = None
+    step: asyncio.Task[TaskOutcome] | None = None
     pivot: bool = False
     cancelled: bool = False
     started: bool = False
@@ -76,14 +77,14 @@ class _Control:
     _bus: TaskBus
     _run: _Run
 
-    def resume_messages(self) -> list[dict] | None:
+    def resume_messages(self) -> list[dict[str, Any]] | None:
         return self._bus.store.latest_checkpoint(self.task.id)
 
     def drain_notes(self) -> list[str]:
         notes, self._run.notes = self._run.notes, []
         return notes
 
-    def checkpoint(self, messages: list[dict], reason: str = "step") -> None:
+    def checkpoint(self, messages: list[dict[str, Any]], reason: str = "step") -> None:
         self._bus.store.checkpoint(self.task.id, reason, messages)
 
     async def progress(self, text: str) -> None:
@@ -123,7 +124,7 @@ class TaskBus:
         context: str = "",
         label: str | None = None,
         parent_id: str | None = None,
-        transcript: list[dict] | None = None,
+        transcript: list[dict[str, Any]] | None = None,
         origin_message: str | None = None,
         thread_id: str | None = None,
     ) -> Task:
@@ -244,6 +245,11 @@ class TaskBus:
             self._start(task, _Run(), resumed=True)
         return len(tasks)
 
+    async def finish(self) -> None:
+        """Wait until every task this process drives has ended and its last event was handled."""
+        while running := [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]:
+            await asyncio.wait(running)
+
     async def close(self) -> None:
         """Stop driving tasks without changing their state, so the next start resumes them."""
         runs = [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]
@@ -268,8 +274,10 @@ class TaskBus:
                 return  # cancel() records the state
             raise  # shutdown: the task stays open and resumes on the next start
         except Exception as exc:
-            log.exception("executor crashed on task %s", task.id)
-            outcome = TaskOutcome(error_kind="crash", error=f"{type(exc).__name__}: {exc}", retryable=True)
+            # The user hears a plain sentence; the scrubbed type, message and traceback go to the log and the trace.
+            detail = failure_detail(exc)
+            log.error("executor crashed on task %s: %s", task.id, detail)
+            outcome = TaskOutcome(error_kind="internal", error=failure_sentence("internal"), detail=detail, retryable=True)
         await self._conclude(self.get(task.id), run, outcome)
 
     async def _steps(self, task: Task, run: _Run, resumed: bool) -> TaskOutcome:
@@ -303,8 +311,9 @@ class TaskBus:
             if not run.cancelled:
                 self._start(self.get(task.id), run)
             return
-        task = self._finish(task, TaskState.FAILED, error=outcome.error or outcome.error_kind or "failed")
-        await self._emit(task, EventKind.FAILED, outcome.error_kind or "error")
+        task = self._finish(task, TaskState.FAILED, error=outcome.error or failure_sentence(outcome.error_kind))
+        kind = outcome.error_kind or "internal"
+        await self._emit(task, EventKind.FAILED, f"{kind}: {outcome.detail}" if outcome.detail else kind)
 
     def _finish(self, task: Task, state: TaskState, **fields: object) -> Task:
         self._runs.pop(task.id, None)

@@ -67,11 +67,12 @@ class TaskEvent:
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    """What an executor hands back: a result, or an error class with a human summary."""
+    """What an executor hands back: a result, or a failure kind with the sentence the user is told."""
 
     result: str | None = None
     error_kind: str | None = None
     error: str | None = None
+    detail: str | None = None  # scrubbed evidence for the log and the trace, never shown to the user
     retryable: bool = False
     files: tuple[str, ...] = ()
 

@@ -14,7 +14,7 @@ class QueryArgs(BaseModel):
     sql: str = Field(min_length=1, max_length=MAX_SQL_CHARS, description="One SQLite SELECT (CTEs allowed).")
 
 
-class DatabaseQuery(Tool):
+class DatabaseQuery(Tool[QueryArgs]):
     name = "database_query"
     description = (
         "Owner only: run one read-only SQLite SELECT over the assistant's own database for questions across "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -23,7 +24,7 @@ class RecentArgs(BaseModel):
     limit: int = Field(default=20, ge=1, le=50)
 
 
-class HistorySearch(Tool):
+class HistorySearch(Tool[HistorySearchArgs]):
     name = "history_search"
     description = (
         "Find past messages by words and a date range ('what did I say about the landlord last month?'). "
@@ -54,7 +55,7 @@ class HistorySearch(Tool):
         return ToolResult("\n".join(_line(r, show_chat=person is not None) for r in rows))
 
 
-class RecentMessages(Tool):
+class RecentMessages(Tool[RecentArgs]):
     name = "recent_messages"
     description = "The latest messages of this chat (both sides), oldest first."
     args_model = RecentArgs
@@ -72,7 +73,7 @@ def _start(day: date | None) -> float | None:
     return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() if day else None
 
 
-def _line(row: dict, *, show_chat: bool) -> str:
+def _line(row: dict[str, Any], *, show_chat: bool) -> str:
     when = datetime.fromtimestamp(row["created_at"], UTC).strftime("%Y-%m-%d %H:%M")
     who = "you" if row["direction"] == "out" else row["sender_name"] or "someone"
     where = f" in {row['chat']}" if show_chat and "chat" in row else ""

@@ -22,7 +22,7 @@ class WriteArgs(BaseModel):
     text: str = Field(max_length=MAX_INSTRUCTION_CHARS, description="The complete new instructions; empty clears them.")
 
 
-class ReadInstructions(Tool):
+class ReadInstructions(Tool[WhereArgs]):
     name = "instructions_read"
     description = "Owner only: the standing instructions (persona, house rules, language) for every chat or this chat."
     args_model = WhereArgs
@@ -35,7 +35,7 @@ class ReadInstructions(Tool):
         return ToolResult(text if text and text.strip() else f"(no {args.where} instructions yet)")
 
 
-class WriteInstructions(Tool):
+class WriteInstructions(Tool[WriteArgs]):
     name = "instructions_write"
     description = (
         "Owner only: replace the standing instructions for every chat or this chat. Read them first with "
@@ -55,7 +55,7 @@ class WriteInstructions(Tool):
         return ToolResult(f"{args.where} instructions saved{kept}")
 
 
-class UndoInstructions(Tool):
+class UndoInstructions(Tool[WhereArgs]):
     name = "instructions_undo"
     description = "Owner only: put back the standing instructions as they were before the last change."
     args_model = WhereArgs

@@ -18,7 +18,7 @@ class LearningArgs(BaseModel):
     )
 
 
-class RecordLearning(Tool):
+class RecordLearning(Tool[LearningArgs]):
     name = "record_learning"
     description = (
         "When the user corrects you, or you notice you got something wrong, write a learning entry right away, "

@@ -45,7 +45,7 @@ class NoArgs(BaseModel):
     pass
 
 
-class Remember(Tool):
+class Remember(Tool[RememberArgs]):
     name = "remember"
     description = (
         "Keep a durable fact about the user, this group or the owner's world, for later conversations "
@@ -73,7 +73,7 @@ class Remember(Tool):
         return ToolResult(f"remembered [{kept.fact.id}] ({reach.describe(scope)}): {kept.fact.text}")
 
 
-class Recall(Tool):
+class Recall(Tool[RecallArgs]):
     name = "recall"
     description = "Search what you remember (the user's private facts, this group's, global notes), best match first."
     args_model = RecallArgs
@@ -88,7 +88,7 @@ class Recall(Tool):
         return ToolResult("\n".join(describe(f, reach) for f in facts))
 
 
-class Forget(Tool):
+class Forget(Tool[ForgetArgs]):
     name = "forget"
     description = (
         "Delete remembered facts for good, by id or by words they all contain (from the memory files and the "
@@ -106,7 +106,7 @@ class Forget(Tool):
         return ToolResult(f"forgot {len(gone)}:\n" + "\n".join(describe(f, reach) for f in gone))
 
 
-class MemoryStats(Tool):
+class MemoryStats(Tool[NoArgs]):
     name = "memory_stats"
     description = "How many facts each memory reachable here keeps (and, for the owner, memory files that could not be read)."
     args_model = NoArgs

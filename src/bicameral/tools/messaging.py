@@ -93,6 +93,8 @@ async def _send(ctx: ToolContext, action: SendText) -> ToolResult:
     result = await ctx.perform(action)
     if not result.ok:
         return ToolResult.error(_why(result.error))
+    if result.queued:
+        return ToolResult("queued: the chat did not take it yet, and it will be delivered; do not send it again")
     ctx.sent_message_ids.extend(result.message_ids)
     return ToolResult(f"sent message_id={','.join(result.message_ids)}")
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bicameral.failures import failure_detail
 from bicameral.models.base import ToolSpec
 from bicameral.observe import transcript
 from bicameral.store.tool_calls import ToolCallStore
@@ -126,8 +127,9 @@ class ToolRegistry:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a broken tool must not break the turn
-            log.exception("tool %s raised", name)
-            return ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+            # The model may quote a tool's error to the user: it gets a plain account, the log the evidence.
+            log.error("tool %s raised: %s", name, failure_detail(exc))
+            return ToolResult.error(f"{name} failed unexpectedly (an internal error; the owner can find it in the log)")
 
 
 def _schema(tool: Tool[Any]) -> dict[str, Any]:

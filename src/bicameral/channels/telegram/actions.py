@@ -73,7 +73,7 @@ class ActionPerformer:
                 return await self._send_file(chat_id, action)
             return ActionResult.failed(f"telegram cannot perform {type(action).__name__}")
         except TelegramError as exc:
-            return ActionResult.failed(self.describe(exc, action))
+            return ActionResult(ok=False, error=self.describe(exc, action), retry_after=retry_after(exc))
         except ValueError as exc:
             return ActionResult.failed(str(exc))
         except OSError as exc:
@@ -120,7 +120,9 @@ class ActionPerformer:
                 message = await self._formatted(send, chunk)
             except TelegramError as exc:
                 # Report what did arrive, so the core can edit or delete partial output.
-                return ActionResult(ok=False, message_ids=tuple(sent), error=self.describe(exc, action))
+                return ActionResult(
+                    ok=False, message_ids=tuple(sent), error=self.describe(exc, action), retry_after=retry_after(exc)
+                )
             sent.append(str(message.message_id))
         return ActionResult(ok=True, message_ids=tuple(sent))
 
@@ -222,6 +224,15 @@ def retry_seconds(exc: RetryAfter) -> float:
     """How long Telegram asked us to wait, whichever type this PTB version reports it as."""
     value = exc.retry_after
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def retry_after(exc: TelegramError) -> float | None:
+    """When a failed call may be tried again: Telegram's own wait for 429, at once for 5xx and network errors."""
+    if isinstance(exc, RetryAfter):
+        return retry_seconds(exc)
+    if isinstance(exc, NetworkError) and not isinstance(exc, BadRequest):  # PTB files 5xx and timeouts here
+        return 0.0
+    return None
 
 
 def telegram_chat_id(chat: str) -> int:

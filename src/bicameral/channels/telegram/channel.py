@@ -19,8 +19,9 @@ from bicameral.config import Settings
 from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 from bicameral.redaction import Redactor
+from bicameral.types import Sleep
 
-from .actions import ActionPerformer, Sleep, retry_seconds
+from .actions import ActionPerformer, retry_seconds
 from .admins import with_admin_flag
 from .media import AttachmentStore
 from .updates import BotIdentity, translate

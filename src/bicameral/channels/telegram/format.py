@@ -216,11 +216,11 @@ def _table(node: SyntaxTreeNode) -> str:
     aligns: list[str] = []
     header_rows = 0
     for section in node.children:
-        for row in section.children:
-            rows.append([" ".join(_plain(_inline_children(cell)).split()) for cell in row.children])
+        for table_row in section.children:
+            rows.append([" ".join(_plain(_inline_children(cell)).split()) for cell in table_row.children])
             if section.type == "thead":
                 header_rows += 1
-                aligns = [_cell_align(cell) for cell in row.children]
+                aligns = [_cell_align(cell) for cell in table_row.children]
     if not rows:
         return ""
     columns = max(len(row) for row in rows)
@@ -269,7 +269,7 @@ def _plain(nodes: Sequence[SyntaxTreeNode]) -> str:
 def _is_safe_url(url: str) -> bool:
     """Allow only absolute URLs with schemes Telegram can open and that cannot run script."""
     match = _SCHEME_RE.match(url.strip())
-    return bool(match) and match.group(1).lower() in _SAFE_SCHEMES
+    return match is not None and match.group(1).lower() in _SAFE_SCHEMES
 
 
 def _anchor(href: str, label_html: str) -> str:
@@ -422,14 +422,15 @@ class _Splitter:
         for token in tokens:
             if not token.map or token.nesting < 0:
                 continue
-            start, end = self._offset(token.map[0]), self._offset(token.map[1])
+            first_line, last_line = token.map
+            start, end = self._offset(first_line), self._offset(last_line)
             if token.type in ("fence", "code_block"):
                 all_code.append((start, end))
                 if token.level > 0:
                     nested_code.append((start, end))
             if token.level == 0:
                 by_class[_BLOCK].add(start)
-                self._add_region(token, start, end)
+                self._add_region(token, first_line, last_line, start, end)
             else:
                 by_class[_NESTED].add(start)
         by_class[_LINE].update(self.line_starts)
@@ -452,9 +453,8 @@ class _Splitter:
             result.append(sorted(cumulative))
         return result
 
-    def _add_region(self, token: Token, start: int, end: int) -> None:
-        """Record a top-level fence or table so chunks cut inside it stay well-formed."""
-        first, last = token.map
+    def _add_region(self, token: Token, first: int, last: int, start: int, end: int) -> None:
+        """Record a top-level fence or table (source lines [first, last)) so chunks cut inside it stay well-formed."""
         if token.type == "fence" and last - first >= 2:
             closing = self.text[self._offset(last - 1) : end].strip()
             closed = closing.startswith(token.markup) and not closing.strip(token.markup[0])

