@@ -63,13 +63,13 @@ class Sandbox:
     ) -> None:
         self.limits = limits or Limits()
         self.network = network
-        self._bwrap = bwrap or shutil.which("bwrap") or ""
+        self._bwrap = shutil.which(bwrap or "bwrap") or ""
         self._spawn = spawn
 
     async def unavailable(self) -> str | None:
         """None when a sandboxed `true` runs; otherwise the reason, for doctor and the run tool."""
         if not self._bwrap:
-            return "bubblewrap (bwrap) is not installed; run scripts/setup or `apt-get install bubblewrap`"
+            return "bubblewrap (bwrap) is not installed: run scripts/setup or `apt-get install bubblewrap`"
         if os.geteuid() == 0 and not os.access(SETPRIV, os.X_OK):
             return f"{SETPRIV} is missing (util-linux); started as root the sandbox needs it to leave root"
         # A fresh empty directory of its own: the only kind, besides a workspace, handed to the sandbox user.

@@ -31,12 +31,16 @@ class RunCommand(Tool[RunArgs]):
         self._why_off: str | None = None
         self._checked = False
 
-    async def run(self, args: RunArgs, ctx: ToolContext) -> ToolResult:
+    async def why_off(self) -> str | None:
+        """Why the sandbox cannot run here (checked once), or None when it can."""
         if not self._checked:
             self._why_off = await self._sandbox.unavailable()
             self._checked = True
-        if self._why_off:
-            return ToolResult.error(f"the sandbox is off on this machine: {self._why_off}")
+        return self._why_off
+
+    async def run(self, args: RunArgs, ctx: ToolContext) -> ToolResult:
+        if why := await self.why_off():
+            return ToolResult.error(f"the sandbox is off on this machine: {why}")
         if ctx.chat in self._busy:
             return ToolResult.error("another command is still running in this chat; wait for it to finish")
         self._busy.add(ctx.chat)
