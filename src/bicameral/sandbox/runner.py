@@ -25,7 +25,7 @@ class Limits:
     memory_bytes: int = 2 << 30
     processes: int = 256
     file_bytes: int = 200 << 20
-    wall_seconds: float = 120.0
+    wall_seconds: float = 100.0  # under the registry's 120 s tool timeout, so the model reads why it stopped
     output_bytes: int = 16_000
 
 
