@@ -47,6 +47,8 @@ async def test_a_command_runs_in_the_workspace_and_its_files_stay(shell, make_ct
     result = await shell.execute("run", {"command": "python3 -c 'print(6*7)' > answer.txt; cat answer.txt; id -u"}, ctx)
     assert result.content == "42\n65534\n[exit code 0]"
     assert (workspace_for(ctx.data_dir, ctx.chat) / "answer.txt").read_text() == "42\n"
+    # Only the chat's own directory went to the sandbox user; what holds it keeps its owner.
+    assert (ctx.data_dir / "workspaces").stat().st_uid == ctx.data_dir.stat().st_uid == os.getuid()
 
 
 @needs_bwrap
