@@ -28,6 +28,7 @@ from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
 from bicameral.redaction import Redactor
+from bicameral.sandbox.runner import Sandbox
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
@@ -36,6 +37,7 @@ from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import ToolRegistry, discover_tools
+from bicameral.tools.shell import RunCommand
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
@@ -100,7 +102,7 @@ class App:
             give_up_after=settings.send_give_up_seconds,
         )
         self.registry = ToolRegistry(
-            [*discover_tools(), *self._extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
+            [*await _tools(settings), *self._extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
         )
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"
@@ -291,3 +293,13 @@ def configured_channels(settings: Settings) -> list[Channel]:
             "or run `bicameral chat` to talk in this terminal"
         )
     return channels
+
+
+async def _tools(settings: Settings) -> list[Tool[Any]]:
+    """Every tool, with `run` on the configured bubblewrap, or without `run` where that cannot sandbox anything."""
+    run = RunCommand(Sandbox(bwrap=settings.sandbox_bwrap))
+    tools = [tool for tool in discover_tools() if tool.name != run.name]
+    if why := await run.why_off():
+        log.warning("the run tool is off: %s", why)
+        return tools
+    return [*tools, run]

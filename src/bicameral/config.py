@@ -133,6 +133,7 @@ class Settings(BaseSettings):
     tool_error_max_count: int = Field(default=3, ge=1)
     tool_error_window_seconds: float = Field(default=60.0, gt=0)
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
+    sandbox_bwrap: str = "bwrap"  # bubblewrap for the `run` tool; where it cannot run, `run` is not offered
     max_session_messages: int = Field(default=60, ge=4)
 
     # --- memory ---

@@ -32,6 +32,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _telegram,
         _back_model,
         _claude_cli,
+        _sandbox,
     ]
     all_ok = True
     for check in checks:
@@ -131,3 +132,11 @@ async def _claude_cli(settings: Settings) -> Check:
     found = shutil.which(settings.claude_bin)
     detail = f"found at {found}" if found else "not found (needed only for the claude-code executor)"
     return Check("claude", bool(found), detail, required=False)
+
+
+async def _sandbox(settings: Settings) -> Check:
+    from bicameral.sandbox.runner import Sandbox
+
+    why = await Sandbox(bwrap=settings.sandbox_bwrap).unavailable()
+    detail = f"the run tool is off: {why}" if why else "bubblewrap runs; the run tool is on (owner only)"
+    return Check("sandbox", why is None, detail, required=False)

@@ -23,7 +23,7 @@ async def test_doctor_checks_only_features_that_exist(tmp_path: Path) -> None:
         settings = Settings.for_test(tmp_path, openai_base_url=models.openai_url, openai_api_key="k")
         ok, lines = await _doctor(settings)
     names = [line.split(":", 1)[0][2:] for line in lines[:-1]]
-    assert names == ["data dir", "database", "access", "telegram", "back model", "claude"]
+    assert names == ["data dir", "database", "access", "telegram", "back model", "claude", "sandbox"]
     assert ok and lines[-1] == "all required checks passed"
 
 
@@ -32,3 +32,14 @@ async def test_an_unusable_back_model_is_reported_with_what_to_fix(tmp_path: Pat
     ok, lines = await _doctor(settings)
     (line,) = [line for line in lines if line.startswith("✗ back model")]
     assert "ANTHROPIC_API_KEY is not set" in line and not ok
+
+
+async def test_doctor_says_why_the_run_tool_is_off_without_bubblewrap(tmp_path: Path) -> None:
+    with ModelServer() as models:
+        settings = Settings.for_test(
+            tmp_path, openai_base_url=models.openai_url, openai_api_key="k", sandbox_bwrap=str(tmp_path / "no-bwrap")
+        )
+        ok, lines = await _doctor(settings)
+    (line,) = [line for line in lines if "sandbox:" in line]
+    assert line.startswith("– sandbox: the run tool is off: bubblewrap (bwrap) is not installed: run scripts/setup")
+    assert ok  # the rest still works: the sandbox is not required

@@ -14,7 +14,7 @@ SRC = Path(bicameral.__file__).parent
 LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction"},  # vocabulary
     {"types", "backoff", "observe", "prompts", "failures"},  # shared shapes, retry schedule, logging, prompts, failure sentences
-    {"models", "store", "channels"},  # the parts: completion APIs, SQLite, platforms
+    {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
     {"mcp", "agent", "tasks", "conversation", "scheduler"},  # the machinery every mode shares
     {"gate", "front", "back", "single", "claude_code"},  # the intake and the chambers
