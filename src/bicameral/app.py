@@ -33,6 +33,7 @@ from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import ToolRegistry, discover_tools
+from bicameral.tools.web import WebFetch
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,11 @@ class App:
             retry_cap=settings.send_retry_cap_seconds,
             give_up_after=settings.send_give_up_seconds,
         )
+        # A later tool of the same name replaces an earlier one: web_fetch gets its limits, tests their fakes.
         self.registry = ToolRegistry(
-            [*discover_tools(), *self._extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
+            [*discover_tools(), WebFetch.from_settings(settings), *self._extra_tools],
+            audit=self.stores.tool_calls,
+            timeout=settings.tool_timeout_seconds,
         )
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"
