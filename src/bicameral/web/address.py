@@ -88,10 +88,10 @@ def _kind(address: IPAddress) -> str | None:
         return "a multicast address"
     if isinstance(address, IPv4Address) and address in _CGNAT:
         return "a carrier-grade NAT (shared) address"
-    if address.is_private:
-        return "a private address"
     if address.is_reserved:
         return "a reserved address"
+    if address.is_private:
+        return "a private address"
     if not address.is_global:
         return "not a public address"
     return None

@@ -7,6 +7,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from ipaddress import ip_address
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -89,6 +90,7 @@ class WebFetcher:
         try:
             parsed = httpx.URL(url)
         except httpx.InvalidURL as exc:
+            self._refuse_numeric_spelling(url)
             raise AddressRefused(f"{url!r} is not a valid URL ({exc})") from None
         if parsed.scheme not in ("http", "https"):
             raise AddressRefused(f"only http and https URLs are fetched, not {parsed.scheme or 'a URL without a scheme'}")
@@ -117,6 +119,17 @@ class WebFetcher:
                 shown = host if literal is None else parsed.host
                 raise AddressRefused(f"{shown} is refused: {why}; web_fetch only reaches public addresses")
         return _Hop(url=parsed, address=addresses[0], by_name=literal is None)
+
+    def _refuse_numeric_spelling(self, url: str) -> None:
+        """Name the address behind a numeric host httpx will not parse (0177.0.0.1), so the refusal says what it is."""
+        try:
+            host = (urlsplit(url).hostname or "").rstrip(".")
+        except ValueError:
+            return
+        address = literal_address(host)
+        why = self.policy.refusal(address) if address is not None else None
+        if why:
+            raise AddressRefused(f"{host} is refused: {why}; web_fetch only reaches public addresses")
 
     async def _get(self, client: httpx.AsyncClient, hop: _Hop) -> tuple[Page | None, str]:
         """Request the pinned address; the page, or None and where a redirect points."""
