@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from ipaddress import ip_address
@@ -59,6 +60,8 @@ class WebFetcher:
     limits: FetchLimits = field(default_factory=FetchLimits)
     policy: AddressPolicy = field(default_factory=AddressPolicy)
     resolve: Resolve = system_resolve
+    # The certificate authorities to trust; None: the system's (tests pass one that trusts their own).
+    tls: ssl.SSLContext | None = None
 
     async def fetch(self, url: str) -> Page:
         """The final page after at most `max_redirects` checked redirects; AddressRefused or FetchFailed otherwise."""
@@ -71,7 +74,8 @@ class WebFetcher:
     async def _follow(self, url: str) -> Page:
         # trust_env=False: a proxy from the environment would resolve names itself, past our checks.
         timeout = httpx.Timeout(self.limits.timeout_seconds)
-        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout) as client:
+        verify: ssl.SSLContext | bool = self.tls if self.tls is not None else True
+        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout, verify=verify) as client:
             current = url
             for _ in range(self.limits.max_redirects + 1):
                 hop = await self.check(current)
