@@ -135,8 +135,8 @@ def _handler(site_box: list[Site]) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def site() -> Iterator[Site]:
+def serve_site() -> Iterator[Site]:
+    """Run the local server in a thread until the generator is closed."""
     box: list[Site] = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(box))
     server.daemon_threads = True
@@ -147,6 +147,11 @@ def site() -> Iterator[Site]:
     server.shutdown()
     server.server_close()
     thread.join(timeout=10)
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    yield from serve_site()
 
 
 class Resolver:
