@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 from collections.abc import Iterator
@@ -123,6 +124,10 @@ def _handler(site_box: list[Site]) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(b"z")
                     self.wfile.flush()
                     time.sleep(0.2)
+            elif path == "/bomb":
+                self._send(200, gzip.compress(b"\0" * 5_000_000), "text/plain", Content_Encoding="gzip")
+            elif path == "/broken.pdf":
+                self._send(200, b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 9 0 R >> endobj\ntrailer garbage", "application/pdf")
             elif path == "/picture.png":
                 self._send(200, b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png")
             elif path == "/inject.html":

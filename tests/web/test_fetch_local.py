@@ -111,3 +111,13 @@ async def test_the_fetcher_keeps_serving_after_refusals_and_failures(site, ctx):
     for url in ("http://127.1/", site.url("/missing"), "gopher://x/"):
         assert (await tool.run(FetchArgs(url=url), ctx)).is_error
     assert FACT in (await tool.run(FetchArgs(url=site.url("/page.html")), ctx)).content
+
+
+async def test_a_compressed_body_is_measured_after_decompression(site, ctx):
+    result = await _fetch(site.url("/bomb"), ctx)
+    assert result.is_error and "larger than the 2,000,000-byte limit" in result.content
+
+
+async def test_a_broken_pdf_is_explained(site, ctx):
+    result = await _fetch(site.url("/broken.pdf"), ctx)
+    assert result.is_error and site.url("/broken.pdf") in result.content

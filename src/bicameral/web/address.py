@@ -111,7 +111,7 @@ class AddressPolicy:
         if isinstance(address, IPv6Address):
             inner = embedded_ipv4(address)
             if inner is not None:
-                kind = None if self._exempt(inner) else _kind(inner)
+                kind = _kind(inner)  # the test allowance never extends to an address hidden inside another
                 return f"{address} leads to {inner}, {kind}" if kind else None
             if address.scope_id:
                 return f"{address} has a zone, so it only means something on this machine"

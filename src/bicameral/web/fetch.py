@@ -7,7 +7,7 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from ipaddress import ip_address
+from ipaddress import IPv4Address, ip_address
 from urllib.parse import urlsplit
 
 import httpx
@@ -78,7 +78,12 @@ class WebFetcher:
         async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout, verify=verify) as client:
             current = url
             for _ in range(self.limits.max_redirects + 1):
-                hop = await self.check(current)
+                try:
+                    hop = await self.check(current)
+                except AddressRefused as exc:
+                    if current == url:
+                        raise
+                    raise AddressRefused(f"it redirected to {current[:300]}, and {exc}") from None
                 page, location = await self._get(client, hop)
                 if page is not None:
                     return page
@@ -120,8 +125,7 @@ class WebFetcher:
         for address in addresses:
             why = self.policy.refusal(address)
             if why:
-                shown = host if literal is None else parsed.host
-                raise AddressRefused(f"{shown} is refused: {why}; web_fetch only reaches public addresses")
+                raise AddressRefused(_refusal(host, literal, why))
         return _Hop(url=parsed, address=addresses[0], by_name=literal is None)
 
     def _refuse_numeric_spelling(self, url: str) -> None:
@@ -133,7 +137,7 @@ class WebFetcher:
         address = literal_address(host)
         why = self.policy.refusal(address) if address is not None else None
         if why:
-            raise AddressRefused(f"{host} is refused: {why}; web_fetch only reaches public addresses")
+            raise AddressRefused(_refusal(host, address, why))
 
     async def _get(self, client: httpx.AsyncClient, hop: _Hop) -> tuple[Page | None, str]:
         """Request the pinned address; the page, or None and where a redirect points."""
@@ -169,3 +173,13 @@ class WebFetcher:
     def _too_big(self, url: str) -> str:
         return f"{url} is larger than the {self.limits.max_bytes:,}-byte limit; not fetched"
 
+
+def _refusal(host: str, literal: IPAddress | None, why: str) -> str:
+    """One sentence: what the host means, why that is refused."""
+    if literal is None:
+        said = f"{host} points to a refused address: {why}"
+    elif isinstance(literal, IPv4Address) and host != str(literal):
+        said = f"{host} means {literal}, and {why}"
+    else:
+        said = why
+    return f"{said}; web_fetch only reaches public addresses"
