@@ -121,3 +121,8 @@ async def test_a_compressed_body_is_measured_after_decompression(site, ctx):
 async def test_a_broken_pdf_is_explained(site, ctx):
     result = await _fetch(site.url("/broken.pdf"), ctx)
     assert result.is_error and site.url("/broken.pdf") in result.content
+
+
+async def test_an_at_sign_after_the_host_is_not_mistaken_for_a_user_name(site, ctx):
+    await _fetch(site.url("/go?/notes.txt&from=ada@example.com"), ctx)
+    assert [path for path, _ in site.seen] == ["/go?/notes.txt&from=ada@example.com", "/notes.txt&from=ada@example.com"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from bicameral.web.address import AddressPolicy, AddressRefused, IPAddress, lite
 
 Resolve = Callable[[str, int], Awaitable[list[IPAddress]]]
 _MAX_URL_CHARS = 2048
+_AUTHORITY_END = re.compile(r"[/?#]")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
@@ -103,7 +105,7 @@ class WebFetcher:
             raise AddressRefused(f"{url!r} is not a valid URL ({exc})") from None
         if parsed.scheme not in ("http", "https"):
             raise AddressRefused(f"only http and https URLs are fetched, not {parsed.scheme or 'a URL without a scheme'}")
-        if parsed.userinfo or "@" in url.split("//", 1)[-1].split("/", 1)[0]:
+        if parsed.userinfo or "@" in _AUTHORITY_END.split(url.split("//", 1)[-1], 1)[0]:
             raise AddressRefused("URLs with a user name or password (user@host) are refused")
         host = parsed.host.rstrip(".")
         if not host:
