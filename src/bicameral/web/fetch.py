@@ -81,7 +81,7 @@ class WebFetcher:
             current = url
             for _ in range(self.limits.max_redirects + 1):
                 try:
-                    hop = await self.check(current)
+                    hop = await self._check(current)
                 except AddressRefused as exc:
                     if current == url:
                         raise
@@ -92,7 +92,7 @@ class WebFetcher:
                 current = str(hop.url.join(location))
         raise FetchFailed(f"{url} redirected more than {self.limits.max_redirects} times; gave up")
 
-    async def check(self, url: str) -> _Hop:
+    async def _check(self, url: str) -> _Hop:
         """Parse and check one URL and resolve its host once; AddressRefused names the reason."""
         if len(url) > _MAX_URL_CHARS:
             raise AddressRefused(f"the URL is longer than {_MAX_URL_CHARS} characters")
