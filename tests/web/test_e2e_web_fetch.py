@@ -61,3 +61,26 @@ async def test_the_assistant_s_own_web_fetch_refuses_a_local_server(telegram, mo
     sent = await telegram.await_sent(OWNER, 1, timeout=30)
     assert "127.0.0.1 is a loopback address" in sent[0]["text"]
     assert site.seen == []
+
+
+async def test_a_slow_page_in_one_chat_does_not_hold_up_another(telegram, models, start_bot, make_settings, site):
+    write_access(make_settings(), policy="open")
+
+    def respond(req: Request) -> Reply:
+        results = req.tool_results()
+        if results:
+            return Reply(text=f"slow page: {results[0]['content'][:80]}")
+        if "slow page" in req.last_user_text():
+            return Reply(tool_calls=[ToolCall("web_fetch", {"url": site.url("/slow")})])
+        return Reply(text="hello back")
+
+    models.responder(respond)
+    await start_bot(extra_tools=[WebFetch(local_fetcher(timeout_seconds=8.0))], debounce_ms=0)
+    telegram.user_sends(OWNER, "read the slow page")
+    await models.await_requests(1)
+    telegram.user_sends(STRANGER, "hello")
+    other = await telegram.await_sent(STRANGER, 1, timeout=30)
+    assert other[0]["text"] == "hello back"
+    assert telegram.sent_messages(OWNER) == []  # the slow fetch is still running
+    slow = await telegram.await_sent(OWNER, 1, timeout=60)
+    assert "did not finish within 8s" in slow[0]["text"]
