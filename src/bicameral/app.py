@@ -38,6 +38,7 @@ from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import ToolRegistry, discover_tools
 from bicameral.tools.shell import RunCommand
+from bicameral.tools.web import WebFetch
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,11 @@ class App:
             retry_cap=settings.send_retry_cap_seconds,
             give_up_after=settings.send_give_up_seconds,
         )
+        # A later tool of the same name replaces an earlier one: web_fetch gets its limits, tests their fakes.
         self.registry = ToolRegistry(
-            [*await _tools(settings), *self._extra_tools], audit=self.stores.tool_calls, timeout=settings.tool_timeout_seconds
+            [*await _tools(settings), WebFetch.from_settings(settings), *self._extra_tools],
+            audit=self.stores.tool_calls,
+            timeout=settings.tool_timeout_seconds,
         )
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"

@@ -60,11 +60,13 @@ def test_default_argv_is_a_locked_down_stream_json_worker(tmp_path):
     assert flag(argv, "--input-format") == "stream-json" and flag(argv, "--output-format") == "stream-json"
     assert "--verbose" in argv and "--strict-mcp-config" in argv
     assert flag(argv, "--model") == "claude-sonnet-4-5" and flag(argv, "--effort") == "medium"
-    assert flag(argv, "--tools") == "WebFetch,WebSearch"
-    assert flag(argv, "--allowedTools") == "mcp__bicameral,WebFetch,WebSearch"
+    # No built-in at all by default: the web goes through our web_fetch and its address checks.
+    assert flag(argv, "--tools") == ""
+    assert flag(argv, "--allowedTools") == "mcp__bicameral"
     assert flag(argv, "--disallowedTools").split(",") == list(GATED_BUILTINS)
     assert set(GATED_BUILTINS) == {
-        "Bash", "PowerShell", "Monitor", "Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP", "Agent"
+        "Bash", "PowerShell", "Monitor", "Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP", "Agent",
+        "WebFetch", "WebSearch",
     }
     assert flag(argv, "--permission-prompts") == "none"
     assert flag(argv, "--session-id") == SESSION and "--resume" not in argv
@@ -85,6 +87,7 @@ def test_resume_passes_the_stored_session(tmp_path):
         (ToolGroups(bash=True), ("Bash", "PowerShell", "Monitor")),
         (ToolGroups(code=True), ("Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP")),
         (ToolGroups(subagents=True), ("Agent",)),
+        (ToolGroups(web=True), ("WebFetch", "WebSearch")),
     ],
 )
 def test_a_tool_group_moves_its_tools_from_the_deny_list_to_the_allow_list(tmp_path, groups, unlocked):
@@ -98,7 +101,7 @@ def test_a_tool_group_moves_its_tools_from_the_deny_list_to_the_allow_list(tmp_p
 
 
 def test_all_groups_unlocked_leaves_nothing_to_deny(tmp_path):
-    groups = ToolGroups(bash=True, code=True, subagents=True)
+    groups = ToolGroups(bash=True, code=True, subagents=True, web=True)
     argv = spec_of(options(tmp_path, tool_groups=groups), session_id=SESSION, resume=False).argv
     assert "--disallowedTools" not in argv
     assert set(GATED_BUILTINS) <= set(flag(argv, "--allowedTools").split(","))
@@ -118,6 +121,8 @@ def test_all_groups_unlocked_leaves_nothing_to_deny(tmp_path):
         ["--setting-sources", "user,project,local"],
         ["--tools", "Bash"],
         ["--allowedTools", "Bash"],
+        ["--tools", "WebFetch"],
+        ["--allowedTools", "WebSearch"],
         ["--add-dir", "/"],
         ["--mcp-config", '{"mcpServers": {}}'],
         ["--plugin-dir", "/tmp/plugins"],

@@ -23,11 +23,12 @@ def our_name(cli_tool_name: str) -> str:
     return cli_tool_name.removeprefix(f"{MCP_NAMESPACE}__")
 
 # Read-only web access is on by default; everything below is gated by a plugins tool group.
-DEFAULT_BUILTINS = ("WebFetch", "WebSearch")
+DEFAULT_BUILTINS: tuple[str, ...] = ()
 TOOL_GROUPS: Mapping[str, tuple[str, ...]] = {
     "bash": ("Bash", "PowerShell", "Monitor"),
     "code": ("Edit", "Write", "Read", "NotebookEdit", "Glob", "Grep", "LSP"),
     "subagents": ("Agent",),
+    "web": ("WebFetch", "WebSearch"),
 }
 GATED_BUILTINS = tuple(name for names in TOOL_GROUPS.values() for name in names)
 FORBIDDEN_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
@@ -98,7 +99,7 @@ class SpawnSpec:
 
 
 def allowed_builtins(groups: ToolGroups) -> tuple[str, ...]:
-    """The built-ins the model may use: the web pair plus every unlocked group."""
+    """The built-ins the model may use: those of every unlocked group (none by default)."""
     unlocked = [name for group in groups.unlocked() for name in TOOL_GROUPS[group]]
     return DEFAULT_BUILTINS + tuple(unlocked)
 
@@ -252,7 +253,7 @@ _ENV_SET_BY_US = frozenset(
 
 
 def _names(value: str) -> set[str]:
-    return set(value.split(","))
+    return {name for name in value.split(",") if name}
 
 
 def _value_rules(groups: ToolGroups) -> dict[str, Callable[[str], bool]]:

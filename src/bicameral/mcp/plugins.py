@@ -19,9 +19,11 @@ class ToolGroups(BaseModel):
     bash: bool = Field(default=False, description="Bash, PowerShell, Monitor: shell execution")
     code: bool = Field(default=False, description="Edit, Write, Read, NotebookEdit, Glob, Grep, LSP")
     subagents: bool = Field(default=False, description="Agent: sub-agents with their own context")
+    # The CLI's own fetch skips our address checks (it reached loopback through numeric spellings); web_fetch is ours.
+    web: bool = Field(default=False, description="WebFetch, WebSearch: the CLI's own web access")
 
     def unlocked(self) -> tuple[str, ...]:
-        return tuple(name for name in ("bash", "code", "subagents") if getattr(self, name))
+        return tuple(name for name in ("bash", "code", "subagents", "web") if getattr(self, name))
 
 
 class PluginsConfig(BaseModel):

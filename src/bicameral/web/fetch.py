@@ -1,0 +1,187 @@
+"""Fetch one URL over http(s), checking every hop's address and connecting only to the address it checked."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, ip_address
+from urllib.parse import urlsplit
+
+import httpx
+
+from bicameral.web.address import AddressPolicy, AddressRefused, IPAddress, literal_address
+
+Resolve = Callable[[str, int], Awaitable[list[IPAddress]]]
+_MAX_URL_CHARS = 2048
+_AUTHORITY_END = re.compile(r"[/?#]")
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class FetchFailed(Exception):
+    """The page could not be fetched (timeout, HTTP error, too big); the message says so in a sentence."""
+
+
+async def system_resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address the system resolver gives for the name."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [ip_address(info[4][0]) for info in infos]
+
+
+@dataclass(frozen=True)
+class FetchLimits:
+    max_bytes: int = 2_000_000
+    timeout_seconds: float = 20.0
+    max_redirects: int = 5
+
+
+@dataclass(frozen=True)
+class Page:
+    url: str
+    content_type: str
+    charset: str | None
+    body: bytes
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """One checked request: the URL as asked, and the address it must go to."""
+
+    url: httpx.URL
+    address: IPAddress
+    by_name: bool
+
+
+@dataclass
+class WebFetcher:
+    """Fetches public pages; the resolver and the address policy are injectable so tests can point names anywhere."""
+
+    limits: FetchLimits = field(default_factory=FetchLimits)
+    policy: AddressPolicy = field(default_factory=AddressPolicy)
+    resolve: Resolve = system_resolve
+    # The certificate authorities to trust; None: the system's (tests pass one that trusts their own).
+    tls: ssl.SSLContext | None = None
+
+    async def fetch(self, url: str) -> Page:
+        """The final page after at most `max_redirects` checked redirects; AddressRefused or FetchFailed otherwise."""
+        try:
+            async with asyncio.timeout(self.limits.timeout_seconds):
+                return await self._follow(url)
+        except TimeoutError:
+            raise FetchFailed(f"{url} did not finish within {self.limits.timeout_seconds:g}s; gave up") from None
+
+    async def _follow(self, url: str) -> Page:
+        # trust_env=False: a proxy from the environment would resolve names itself, past our checks.
+        timeout = httpx.Timeout(self.limits.timeout_seconds)
+        verify: ssl.SSLContext | bool = self.tls if self.tls is not None else True
+        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout, verify=verify) as client:
+            current = url
+            for _ in range(self.limits.max_redirects + 1):
+                try:
+                    hop = await self._check(current)
+                except AddressRefused as exc:
+                    if current == url:
+                        raise
+                    raise AddressRefused(f"it redirected to {current[:300]}, and {exc}") from None
+                page, location = await self._get(client, hop)
+                if page is not None:
+                    return page
+                current = str(hop.url.join(location))
+        raise FetchFailed(f"{url} redirected more than {self.limits.max_redirects} times; gave up")
+
+    async def _check(self, url: str) -> _Hop:
+        """Parse and check one URL and resolve its host once; AddressRefused names the reason."""
+        if len(url) > _MAX_URL_CHARS:
+            raise AddressRefused(f"the URL is longer than {_MAX_URL_CHARS} characters")
+        if any(ord(c) < 33 or c in "\\\x7f" for c in url):
+            raise AddressRefused("the URL contains spaces, control characters or backslashes")
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            self._refuse_numeric_spelling(url)
+            raise AddressRefused(f"{url!r} is not a valid URL ({exc})") from None
+        if parsed.scheme not in ("http", "https"):
+            raise AddressRefused(f"only http and https URLs are fetched, not {parsed.scheme or 'a URL without a scheme'}")
+        if parsed.userinfo or "@" in _AUTHORITY_END.split(url.split("//", 1)[-1], 1)[0]:
+            raise AddressRefused("URLs with a user name or password (user@host) are refused")
+        host = parsed.host.rstrip(".")
+        if not host:
+            raise AddressRefused(f"{url!r} has no host")
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        why_port = self.policy.port_refusal(port)
+        if why_port:
+            raise AddressRefused(why_port)
+        literal = literal_address(host)
+        if literal is not None:
+            addresses: list[IPAddress] = [literal]
+        else:
+            try:
+                addresses = await self.resolve(host, port)
+            except (OSError, ValueError):
+                raise FetchFailed(f"could not resolve {host}") from None
+            if not addresses:
+                raise FetchFailed(f"could not resolve {host}")
+        for address in addresses:
+            why = self.policy.refusal(address)
+            if why:
+                raise AddressRefused(_refusal(host, literal, why))
+        return _Hop(url=parsed, address=addresses[0], by_name=literal is None)
+
+    def _refuse_numeric_spelling(self, url: str) -> None:
+        """Name the address behind a numeric host httpx will not parse (0177.0.0.1), so the refusal says what it is."""
+        try:
+            host = (urlsplit(url).hostname or "").rstrip(".")
+        except ValueError:
+            return
+        address = literal_address(host)
+        why = self.policy.refusal(address) if address is not None else None
+        if why:
+            raise AddressRefused(_refusal(host, address, why))
+
+    async def _get(self, client: httpx.AsyncClient, hop: _Hop) -> tuple[Page | None, str]:
+        """Request the pinned address; the page, or None and where a redirect points."""
+        pinned = hop.url.copy_with(host=str(hop.address))
+        headers = {"Host": hop.url.netloc.decode("ascii"), "Accept-Encoding": "gzip, deflate"}
+        # The certificate is checked against the name (SNI); the socket goes to the checked address.
+        extensions = {"sni_hostname": hop.url.host} if hop.by_name else {}
+        shown = str(hop.url)
+        try:
+            async with client.stream("GET", pinned, headers=headers, extensions=extensions) as response:
+                if response.status_code in _REDIRECTS:
+                    location = response.headers.get("location")
+                    if not location:
+                        raise FetchFailed(f"{shown} redirected without saying where")
+                    return None, location
+                if response.status_code >= 400:
+                    raise FetchFailed(f"{shown} answered HTTP {response.status_code}")
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.limits.max_bytes:
+                    raise FetchFailed(self._too_big(shown))
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > self.limits.max_bytes:
+                        raise FetchFailed(self._too_big(shown))
+                content_type = response.headers.get("content-type", "")
+                return Page(shown, content_type.split(";")[0].strip().lower(), response.charset_encoding, bytes(body)), ""
+        except httpx.TimeoutException:
+            raise FetchFailed(f"{shown} did not answer within {self.limits.timeout_seconds:g}s") from None
+        except httpx.HTTPError as exc:
+            raise FetchFailed(f"could not fetch {shown} ({type(exc).__name__})") from None
+
+    def _too_big(self, url: str) -> str:
+        return f"{url} is larger than the {self.limits.max_bytes:,}-byte limit; not fetched"
+
+
+def _refusal(host: str, literal: IPAddress | None, why: str) -> str:
+    """One sentence: what the host means, why that is refused."""
+    if literal is None:
+        said = f"{host} points to a refused address: {why}"
+    elif isinstance(literal, IPv4Address) and host != str(literal):
+        said = f"{host} means {literal}, and {why}"
+    else:
+        said = why
+    return f"{said}; web_fetch only reaches public addresses"
