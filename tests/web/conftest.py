@@ -74,12 +74,12 @@ def _handler(site_box: list[Site]) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             site = site_box[0]
             path = self.path
+            # Recorded before answering, so a test that reads it after its fetch returned sees it.
+            site.seen.append((path, self.headers.get("Host", "")))
             try:
                 self._serve(path)
             except (BrokenPipeError, ConnectionResetError):
                 pass
-            finally:
-                site.seen.append((path, self.headers.get("Host", "")))
 
         def _send(self, status: int, body: bytes, content_type: str, **headers: str) -> None:
             self.send_response(status)

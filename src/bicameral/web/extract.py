@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import io
 
-import trafilatura
-from pypdf import PdfReader
-from pypdf.errors import PyPdfError
-
 from bicameral.web.fetch import FetchFailed, Page
 
 _HTML = frozenset({"text/html", "application/xhtml+xml"})
@@ -19,6 +15,8 @@ def readable_text(page: Page) -> str:
     """The page's text; FetchFailed when its kind is unsupported or nothing readable is in it."""
     kind = page.content_type or _sniff(page.body)
     if kind in _HTML:
+        import trafilatura  # loaded on the first page read, not at start: it is large
+
         text = trafilatura.extract(page.body, output_format="markdown", include_comments=False) or ""
     elif kind == "application/pdf":
         text = _pdf_text(page)
@@ -32,6 +30,9 @@ def readable_text(page: Page) -> str:
 
 
 def _pdf_text(page: Page) -> str:
+    from pypdf import PdfReader  # loaded on the first PDF, not at start
+    from pypdf.errors import PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(page.body))
         pages = reader.pages[:_MAX_PDF_PAGES]
