@@ -144,6 +144,7 @@ class Settings(BaseSettings):
     memory_committed_dir: Path | None = None  # a read-only memory folder, e.g. in the owner's own repository
     memory_extraction: bool = False  # after each reply, ask the model (the front's) for facts worth keeping
     session_compact_tokens: int = Field(default=24000, ge=0)  # single mode: summarise older turns past this (0 = never)
+    task_compact_tokens: int = Field(default=48000, ge=0)  # a back task's transcript: the same, for the native executor
 
     # --- reminders and scheduled tasks ---
     timezone: str = "UTC"  # the owner's IANA zone; anyone else's until they set theirs with /timezone

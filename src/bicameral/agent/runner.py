@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from bicameral.agent.breakers import Breakers
 from bicameral.models.base import (
+    MESSAGES,
     Block,
     Message,
     Model,
@@ -18,6 +19,7 @@ from bicameral.models.base import (
     Usage,
     complete,
 )
+from bicameral.store.memory import blank_forgotten
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
 
@@ -28,6 +30,8 @@ DrainInjected = Callable[[], str | None]
 # Observers of the loop: a tool about to run, and the transcript after each completed step.
 OnTool = Callable[[ToolCall], Awaitable[None]]
 OnStep = Callable[[list[Message]], None]
+# Shortens a transcript that grew past its budget (or hands it back as it is); called before each model call.
+Compact = Callable[[list[Message]], Awaitable[list[Message]]]
 
 
 @dataclass
@@ -57,13 +61,21 @@ class NativeRunner:
         drain_injected: DrainInjected = lambda: None,
         on_tool: OnTool | None = None,
         on_step: OnStep | None = None,
+        compact: Compact | None = None,
     ) -> RunResult:
         """Run the loop on `messages` (history plus the new user turn); never raises ModelError."""
         messages = list(messages)
         breakers = Breakers(self.max_errors, self.error_window_seconds)
         usage = Usage()
         specs = self.tools.specs(is_owner=ctx.is_owner)
+        forgotten = len(ctx.forgotten)
         for iteration in range(1, self.max_iterations + 1):
+            if compact is not None:
+                shorter = await compact(messages)
+                if shorter is not messages:
+                    messages = list(shorter)
+                    if on_step is not None:
+                        on_step(messages)  # the compacted transcript is what a restart resumes from
             try:
                 completion = await complete(self.model, system, messages, specs, self.max_tokens)
             except ModelError as exc:
@@ -87,6 +99,10 @@ class NativeRunner:
             if injected:
                 results.append(TextBlock(text=injected))
             messages.append(Message(role="user", content=results))
+            if len(ctx.forgotten) > forgotten:
+                # A fact forgotten in this step must not ride along in the rest of the run (or in what is saved).
+                forgotten = len(ctx.forgotten)
+                messages = MESSAGES.validate_python(blank_forgotten(MESSAGES.dump_python(messages, mode="json"), ctx.forgotten))
             if on_step is not None:
                 on_step(messages)
             if breakers.tripped:

@@ -6,6 +6,8 @@ from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
+from bicameral.conversation.compaction import Compactor
+from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
@@ -25,6 +27,8 @@ class NativeExecutor(Executor):
         self._stores = stores
         self._runner = runner
         self._system = prompts.load("back.md")
+        extractor = FactExtractor(runner.model, stores.memory)
+        self._compactor = Compactor(runner.model, extractor, budget_tokens=settings.task_compact_tokens)
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         saved = control.resume_messages()
@@ -51,13 +55,17 @@ class NativeExecutor(Executor):
         def on_step(transcript: list[Message]) -> None:
             control.checkpoint(MESSAGES.dump_python(transcript, mode="json"))
 
+        async def compact(transcript: list[Message]) -> list[Message]:
+            # The brief (with the memory note) stays verbatim: it is what the task is for.
+            return await self._compactor.compact(transcript, reach, pinned=1)
+
         def drain() -> str | None:
             notes = control.drain_notes()
             return "\n".join(notes) if notes else None
 
         for _ in range(_MAX_NOTE_ROUNDS):
             messages = _with_note(messages, drain())
-            result = await self._runner.run(self._system, messages, ctx, drain, on_tool=on_tool, on_step=on_step)
+            result = await self._runner.run(self._system, messages, ctx, drain, on_tool=on_tool, on_step=on_step, compact=compact)
             if result.error is not None:
                 return TaskOutcome(
                     error_kind=result.error.kind,

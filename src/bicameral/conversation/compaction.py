@@ -1,7 +1,8 @@
-"""Session compaction: past a token budget, older turns become a summary and recent ones stay verbatim.
+"""Transcript compaction: past a token budget, older turns become a summary and recent ones stay verbatim.
 
 Before anything is summarised away, its durable facts are flushed to memory, so nothing the user
-told the assistant is lost with the detail of old turns.
+told the assistant is lost with the detail of old turns. It serves single mode's session and a
+back task's transcript alike.
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ import json
 import logging
 
 from bicameral.conversation.extraction import FactExtractor
-from bicameral.models.base import Message, Model, ModelError, TextBlock, ToolResultBlock, ToolUseBlock, complete
+from bicameral.models.base import Block, Message, Model, ModelError, TextBlock, ToolResultBlock, ToolUseBlock, complete
 from bicameral.store.memory_scopes import Reach
 
 log = logging.getLogger(__name__)
 
 SUMMARY_OPEN = "<summary of the earlier conversation>"
-SYSTEM = """Summarise the earlier part of a conversation between a user and their assistant, so the assistant
-can carry on without it. Keep what later turns may depend on: open requests and promises, decisions, names,
-numbers, files and links, and the user's stated preferences. Plain prose or short bullets; no preamble."""
+SYSTEM = """Summarise the earlier part of a conversation between a user and their assistant (or of the assistant's
+work on a task), so the assistant can carry on without it. Keep what later turns may depend on: open requests and
+promises, decisions, results found so far, names, numbers, files and links, and the user's stated preferences.
+Plain prose or short bullets; no preamble."""
 _TRANSCRIPT_CHARS = 60_000
 
 
@@ -34,28 +36,33 @@ class Compactor:
         self._budget = budget_tokens
         self._keep = keep_recent
 
-    async def compact(self, history: list[Message], reach: Reach | None) -> list[Message]:
-        """The history itself while it fits; else [summary, ack, *recent turns], facts flushed first."""
+    async def compact(self, history: list[Message], reach: Reach | None, *, pinned: int = 0) -> list[Message]:
+        """The history itself while it fits; else [*pinned, summary, *recent], facts flushed first.
+
+        `pinned` leading messages (a task's brief) are kept verbatim ahead of the summary.
+        """
         if self._budget <= 0 or estimate_tokens(history) <= self._budget:
             return history
-        cut = _clean_cut(history, len(history) - self._keep)
-        if cut <= 0:
+        cut = safe_cut(history, len(history) - self._keep, floor=pinned)
+        if cut is None:
             return history
-        old, recent = history[:cut], history[cut:]
+        head, old, recent = history[:pinned], history[pinned:cut], history[cut:]
         transcript = render(old)
         if reach is not None:
             await self._extractor.flush(reach, transcript)
         try:
             completion = await complete(self._model, SYSTEM, [Message.user(transcript)], [], 1200)
         except ModelError as exc:
-            log.warning("could not summarise the session (%s); keeping it as it is", exc.kind)
+            log.warning("could not summarise the transcript (%s); keeping it as it is", exc.kind)
             return history
         summary = completion.text.strip()
         if not summary:
             return history
-        log.info("compacted a session: %d older message(s) summarised, %d kept", len(old), len(recent))
-        head = [Message.user(f"{SUMMARY_OPEN}\n{summary}\n</summary>"), Message.assistant("(I have the summary.)")]
-        return head + recent
+        log.info("compacted a transcript: %d older message(s) summarised, %d kept", len(old), len(recent))
+        middle = [Message.user(f"{SUMMARY_OPEN}\n{summary}\n</summary>")]
+        if recent[0].role == "user":
+            middle.append(Message.assistant("(I have the summary.)"))
+        return _merged(head + middle + recent)
 
 
 def render(messages: list[Message]) -> str:
@@ -73,10 +80,26 @@ def render(messages: list[Message]) -> str:
     return text[-_TRANSCRIPT_CHARS:]
 
 
-def _clean_cut(messages: list[Message], at_most: int) -> int:
-    """The latest index at or before `at_most` where a user turn opens (not a tool result), else 0."""
-    for index in range(min(at_most, len(messages) - 1), 0, -1):
+def safe_cut(messages: list[Message], at_most: int, *, floor: int = 0) -> int | None:
+    """The latest index in (floor, at_most] where recent turns may start without splitting a tool call from its result.
+
+    That is an assistant message (its tool calls and their results stay together after it) or a user
+    message that answers no tool call; None when there is none.
+    """
+    for index in range(min(at_most, len(messages) - 1), floor, -1):
         message = messages[index]
-        if message.role == "user" and not any(isinstance(b, ToolResultBlock) for b in message.content):
+        if message.role == "assistant" or not any(isinstance(b, ToolResultBlock) for b in message.content):
             return index
-    return 0
+    return None
+
+
+def _merged(messages: list[Message]) -> list[Message]:
+    """Adjacent messages of one role joined, so roles keep alternating (a pinned brief then the summary)."""
+    out: list[Message] = []
+    for message in messages:
+        if out and out[-1].role == message.role:
+            content: list[Block] = [*out[-1].content, *message.content]
+            out[-1] = Message(role=message.role, content=content)
+        else:
+            out.append(message)
+    return out

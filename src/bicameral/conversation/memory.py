@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 
@@ -159,21 +158,8 @@ def forget_command(stores: Stores, reach: Reach, argument: str) -> str:
     gone = stores.memory.forget(what, scopes)
     if not gone:
         return f"I found nothing to forget matching “{what}”. See /memory for what I keep."
-    scrub_session(stores, reach.chat, gone)
+    stores.sessions.scrub(reach.chat, [f.text for f in gone])
     return "Forgotten:\n" + "\n".join(_line(f, reach) for f in gone)
-
-
-def scrub_session(stores: Stores, chat: str, gone: Sequence[Fact]) -> None:
-    """Blank forgotten facts out of the chat's stored conversation, so a later turn cannot read them back."""
-    stored = stores.sessions.load(chat)
-    if not stored:
-        return
-    text = json.dumps(stored, ensure_ascii=False)
-    cleaned = text
-    for fact in gone:
-        cleaned = cleaned.replace(json.dumps(fact.text, ensure_ascii=False)[1:-1], "[forgotten]")
-    if cleaned != text:
-        stores.sessions.save(chat, json.loads(cleaned))
 
 
 def _line(fact: Fact, reach: Reach) -> str:

@@ -1,4 +1,4 @@
-"""The front's action tools (reply, react, spawn, append, redirect, branch, cancel, status, wait_for_more)."""
+"""The front's action tools (reply, react, remember, spawn, append, redirect, branch, cancel, status, wait_for_more)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from bicameral.front.status import describe_status
 from bicameral.models.base import ToolCall, ToolSpec
 from bicameral.tasks.bus import TaskBus, TaskError
 from bicameral.tasks.task import Task
+from bicameral.tools.base import ToolContext
+from bicameral.tools.memory import Remember, RememberArgs
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,11 @@ class WaitArgs(BaseModel):
 _ACTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "reply": ("Send a message to the user now.", ReplyArgs),
     "react": ("React to a user's message with one emoji: a light acknowledgement.", ReactArgs),
+    "remember": (
+        "Keep a durable fact the user told you (\"remember that I'm vegetarian\") for later conversations, "
+        "at once and without a task. Same rules as the executor's remember.",
+        RememberArgs,
+    ),
     "spawn": ("Start a background task on the executor. Returns its id.", SpawnArgs),
     "append": ("Add context to a running task (it takes effect at its next step).", AppendArgs),
     "redirect": ("Correct a running task: it keeps its work so far and pivots to the new spec.", RedirectArgs),
@@ -91,6 +98,7 @@ class FrontActions:
     delivery: Delivery
     schedule_followup: Callable[[str, str], None]
     clock: Callable[[], float] = time.time
+    tools: ToolContext | None = None  # what the memory action may touch: this turn's chat and reach
     replied: bool = False
     acted: bool = False
     labels: dict[str, str] = field(default_factory=dict)
@@ -126,6 +134,11 @@ class FrontActions:
         await self.turn.perform(React(chat=self.turn.chat, message_id=args.message_id, emoji=args.emoji))
         return "reacted"
 
+    async def _remember(self, args: RememberArgs) -> str:
+        if self.tools is None:
+            return "memory is not available in this conversation"
+        return (await Remember().run(args, self.tools)).content
+
     # --- tasks ---
 
     async def _spawn(self, args: SpawnArgs) -> str:
@@ -137,7 +150,7 @@ class FrontActions:
             origin_message=self.turn.reply_anchor,
             thread_id=self.turn.thread_id,
         )
-        self._remember(task, args.label)
+        self._note_label(task, args.label)
         return f"spawned {task.id}"
 
     async def _append(self, args: AppendArgs) -> str:
@@ -150,7 +163,7 @@ class FrontActions:
 
     async def _branch(self, args: BranchArgs) -> str:
         task = await self.bus.branch(self._resolve(args.task).id, args.spec, label=args.label)
-        self._remember(task, args.label)
+        self._note_label(task, args.label)
         return f"branched {task.id}"
 
     async def _cancel(self, args: TaskRef) -> str:
@@ -176,7 +189,7 @@ class FrontActions:
         )
         self.replied = True
 
-    def _remember(self, task: Task, label: str | None) -> None:
+    def _note_label(self, task: Task, label: str | None) -> None:
         self.labels[task.id.lower()] = task.id
         if label:
             self.labels[label.strip().lower()] = task.id

@@ -124,7 +124,9 @@ class FrontChamber:
             log.warning("front model failed (%s): %s", exc.kind, exc)
             await self.delivery.say(turn.chat, describe_model_error(exc), reply_to=turn.reply_anchor, turn=turn.turn_id)
             return
-        actions = FrontActions(turn, self.bus, self.delivery, self._schedule_followup, self._clock)
+        actions = FrontActions(
+            turn, self.bus, self.delivery, self._schedule_followup, self._clock, turn.tool_context(self._settings, self._stores)
+        )
         for call in completion.tool_calls:
             note = await actions.run(call)
             log.info("front %s in %s: %s", call.name, turn.chat, note)

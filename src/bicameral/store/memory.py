@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
-from bicameral.redaction import scrub
+from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
 from bicameral.store.memory_files import (
     DEFAULT_IMPORTANCE,
@@ -41,6 +42,8 @@ from bicameral.store.memory_index import Fact, MemoryIndex, meaningful_words
 log = logging.getLogger(__name__)
 
 MAX_FACT_CHARS = 1000
+FORGOTTEN = "[forgotten]"
+T = TypeVar("T")
 COMMITTED = "@committed/"  # index keys of files in the read-only committed folder
 _CANDIDATES = 50
 _FORGET_LIMIT = 20
@@ -285,3 +288,16 @@ def _has_all_words(text: str, words: str) -> bool:
 
 
 __all__ = ["Fact", "Memory", "Remembered", "Stats"]
+
+
+def blank_forgotten(obj: T, texts: Sequence[str]) -> T:
+    """A copy of a JSON-like transcript with every forgotten fact's text blanked out, so it cannot be read back."""
+
+    def blank(value: str) -> str:
+        for text in texts:
+            if text:
+                value = value.replace(text, FORGOTTEN)
+        return value
+
+    cleaned: T = scrub_obj(obj, blank)
+    return cleaned

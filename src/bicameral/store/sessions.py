@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bicameral.redaction import scrub, scrub_obj
 from bicameral.store.db import Database
+from bicameral.store.memory import blank_forgotten
 from bicameral.types import Clock
 
 
@@ -33,3 +34,10 @@ class SessionStore:
     def clear(self, chat: str) -> None:
         with self._db.tx() as conn:
             conn.execute("DELETE FROM sessions WHERE chat = ?", (chat,))
+
+    def scrub(self, chat: str, texts: Sequence[str]) -> None:
+        """Blank forgotten facts out of the chat's stored conversation, so a later turn cannot read them back."""
+        stored = self.load(chat)
+        cleaned = blank_forgotten(stored, texts)
+        if cleaned != stored:
+            self.save(chat, cleaned)

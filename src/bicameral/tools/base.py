@@ -40,6 +40,8 @@ class ToolContext:
     sent_message_ids: list[str] = field(default_factory=list)
     # The memory this conversation may use (see store/memory_scopes.py); None: no memory at all.
     reach: Reach | None = None
+    # Texts of facts forgotten during this run: the agent loop blanks them out of its transcript.
+    forgotten: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

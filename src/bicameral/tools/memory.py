@@ -103,6 +103,10 @@ class Forget(Tool[ForgetArgs]):
         gone = memory.forget(args.what, reach.forgettable)
         if not gone:
             return ToolResult(f"nothing I may forget here matches {args.what!r}")
+        texts = [f.text for f in gone]
+        if ctx.stores is not None:
+            ctx.stores.sessions.scrub(ctx.chat, texts)  # as /forget does: the stored conversation forgets it too
+        ctx.forgotten.extend(texts)
         return ToolResult(f"forgot {len(gone)}:\n" + "\n".join(describe(f, reach) for f in gone))
 
 
