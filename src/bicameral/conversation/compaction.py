@@ -43,7 +43,8 @@ class Compactor:
         """
         if self._budget <= 0 or estimate_tokens(history) <= self._budget:
             return history
-        cut = safe_cut(history, len(history) - self._keep, floor=pinned)
+        # Recent turns get at most half the budget, so the next few steps do not compact again at once.
+        cut = safe_cut(history, max(len(history) - self._keep, _fitting(history, self._budget // 2)), floor=pinned)
         if cut is None:
             return history
         head, old, recent = history[:pinned], history[pinned:cut], history[cut:]
@@ -91,6 +92,16 @@ def safe_cut(messages: list[Message], at_most: int, *, floor: int = 0) -> int | 
         if message.role == "assistant" or not any(isinstance(b, ToolResultBlock) for b in message.content):
             return index
     return None
+
+
+def _fitting(messages: list[Message], budget_tokens: int) -> int:
+    """The earliest index from which the rest of the messages fit in the budget."""
+    total = 0
+    for index in range(len(messages) - 1, -1, -1):
+        total += estimate_tokens([messages[index]])
+        if total > budget_tokens:
+            return index + 1
+    return 0
 
 
 def _merged(messages: list[Message]) -> list[Message]:
