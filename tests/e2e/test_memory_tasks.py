@@ -186,3 +186,61 @@ async def _until(predicate, timeout: float = 30.0):
 
 async def _until_text(telegram, text: str, chat: int = OWNER) -> None:
     await _until(lambda: any(text in m["text"] for m in telegram.sent_messages(chat)))
+
+
+async def test_the_forget_tool_scrubs_the_single_mode_session_like_the_command(telegram, models, start_bot):
+    models.script(
+        Reply(tool_calls=[ToolCall("remember", {"text": "Ada's locker code is 4471", "importance": 0.7})]),
+        Reply(text="Got it."),
+        Reply(tool_calls=[ToolCall("forget", {"what": "locker code"})]),
+        Reply(text="Gone from my memory."),
+        Reply(text="I don't know it."),
+    )
+    await start_bot()
+    telegram.user_sends(OWNER, "please keep my locker code in mind, it is the one on the card")
+    await until_sent(telegram, OWNER, "Got it.")
+    telegram.user_sends(OWNER, "actually, drop that")
+    await until_sent(telegram, OWNER, "Gone from my memory.")
+    assert "4471" in _seen(models.requests[2])  # before the forget the fact was there ...
+    assert "forgot 1" in models.requests[3].tool_results()[0]["content"]
+    telegram.user_sends(OWNER, "what is my locker code?")
+    await until_sent(telegram, OWNER, "I don't know it.")
+    assert all("4471" not in _seen(r) for r in models.requests[3:])  # ... and from the forget on, never again
+
+
+async def test_the_forget_tool_in_a_back_task_scrubs_that_task_and_later_calls(telegram, models, start_bot):
+    def front(req: Request) -> Reply:
+        if _is_voice_pass(req):
+            return _voice_echo(req)
+        said = req.last_user_text().split("</situation>")[-1]
+        if "forget my locker code" in said:
+            return Reply(tool_calls=[ToolCall("spawn", {"spec": "Forget the user's locker code.", "label": "forget"}),
+                                     ToolCall("reply", {"text": "on it"})])
+        if "look up" in said:
+            return Reply(tool_calls=[ToolCall("spawn", {"spec": "Find the user's locker code.", "label": "lookup"}),
+                                     ToolCall("reply", {"text": "looking"})])
+        return Reply(tool_calls=[ToolCall("reply", {"text": "ok"})])
+
+    models.responder(front, model="front")
+    models.script(
+        Reply(tool_calls=[ToolCall("forget", {"what": "locker code"})]),
+        Reply(text="Done, it is forgotten."),
+        Reply(text="I have no locker code on file."),
+        model="back",
+    )
+    app = await start_bot(**FAST)
+    app.stores.memory.remember(f"user:telegram:{OWNER}", "Ada's locker code is 4471", importance=0.9)
+    telegram.user_sends(OWNER, "please forget my locker code")
+    await _until_text(telegram, "Done, it is forgotten.")
+    first, after_forget = models.requests_for("back")[:2]
+    assert "4471" in _seen(first)  # injected into the task's brief ...
+    assert "forgot 1" in after_forget.tool_results()[0]["content"]
+    assert "4471" not in _seen(after_forget)  # ... and blanked out of the task once forgotten
+    task = app.tasks.for_chat(f"telegram:{OWNER}")[0]
+    assert "4471" not in json.dumps(app.tasks.latest_checkpoint(task.id))
+
+    telegram.user_sends(OWNER, "look up my locker code")
+    await _until_text(telegram, "I have no locker code on file.")
+    assert "4471" not in _seen(models.requests_for("back")[-1])
+    later_fronts = [r for r in models.requests_for("front") if "look up" in r.last_user_text()]
+    assert later_fronts and all("4471" not in _seen(r) for r in later_fronts)
