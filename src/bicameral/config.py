@@ -145,6 +145,8 @@ class Settings(BaseSettings):
     memory_extraction: bool = False  # after each reply, ask the model (the front's) for facts worth keeping
     session_compact_tokens: int = Field(default=24000, ge=0)  # single mode: summarise older turns past this (0 = never)
     task_compact_tokens: int = Field(default=48000, ge=0)  # a back task's transcript: the same, for the native executor
+    # The Claude Code CLI's session: past this many input tokens, facts are flushed and the CLI's /compact runs.
+    claude_code_compact_tokens: int = Field(default=120000, ge=0)
 
     # --- reminders and scheduled tasks ---
     timezone: str = "UTC"  # the owner's IANA zone; anyone else's until they set theirs with /timezone

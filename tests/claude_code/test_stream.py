@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from bicameral.claude_code.stream import (
     ApiRetry,
     AssistantText,
+    ContextUsage,
     ControlRequest,
     ControlResponse,
     Init,
@@ -29,7 +30,8 @@ REAL = Path(__file__).parent / "data" / "real_session.stream.jsonl"
 def test_a_real_session_parses_into_the_expected_events():
     events = [e for line in REAL.read_text().splitlines() for e in parse_line(line)]
     kinds = [type(e).__name__ for e in events if not isinstance(e, Other)]
-    assert kinds == ["Init", "UserReplay", "ToolUse", "ToolResult", "AssistantText", "Result"]
+    assert kinds == ["Init", "UserReplay", "ToolUse", "ContextUsage", "ToolResult", "AssistantText", "ContextUsage", "Result"]
+    assert all(e.tokens > 0 for e in events if isinstance(e, ContextUsage))  # input + cache tokens of each call
     init = next(e for e in events if isinstance(e, Init))
     assert "mcp__bicameral__send_message" in init.tools and ("bicameral", "connected") in init.mcp_servers
     replay = next(e for e in events if isinstance(e, UserReplay))

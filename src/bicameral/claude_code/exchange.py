@@ -50,6 +50,7 @@ class TurnOutcome:
     restarts: int = 0
     injected: int = 0
     unfinished: bool = False  # it failed on a message injected after part of the turn was answered
+    context_tokens: int = 0  # input tokens of the turn's last model call: how full the session's context is
 
     @property
     def ok(self) -> bool:

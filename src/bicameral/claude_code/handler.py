@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from bicameral import prompts
 from bicameral.agent.failures import describe_stop
+from bicameral.claude_code.compaction import compact_if_full
 from bicameral.claude_code.exchange import Prompt, PromptImage, TurnOutcome
 from bicameral.claude_code.failures import Failure, Recovery, classify
 from bicameral.claude_code.process import Spawn, cli_version, spawn_process
@@ -192,6 +193,9 @@ class ClaudeCodeChamber:
         finally:
             await progress.close()
         await self._conclude(turn, ctx, worker, outcome, last_text)
+        if outcome.ok:
+            # After the answer is out, so it never waits for this.
+            await compact_if_full(worker, ctx, outcome.context_tokens, self._settings.claude_code_compact_tokens)
 
     # --- the turn's end ---
 

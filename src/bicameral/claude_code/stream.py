@@ -47,6 +47,13 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class ContextUsage:
+    """How many input tokens one main-conversation model call carried: the size of the session's context."""
+
+    tokens: int
+
+
+@dataclass(frozen=True)
 class UserReplay:
     """One of our stdin messages echoed back: the CLI has taken it into the conversation."""
 
@@ -103,7 +110,17 @@ class Other:
 
 
 StreamEvent = (
-    Init | AssistantText | ToolUse | ToolResult | UserReplay | ApiRetry | Result | ControlRequest | ControlResponse | Other
+    Init
+    | AssistantText
+    | ToolUse
+    | ToolResult
+    | ContextUsage
+    | UserReplay
+    | ApiRetry
+    | Result
+    | ControlRequest
+    | ControlResponse
+    | Other
 )
 
 
@@ -197,6 +214,10 @@ def _assistant(obj: dict[str, Any]) -> list[StreamEvent]:
         elif block.get("type") == "tool_use":
             args = _dict(block.get("input"))
             events.append(ToolUse(_str(block.get("id")), _str(block.get("name")), args, sub))
+    usage = _dict(message.get("usage"))
+    tokens = sum(_int(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    if tokens and not sub and not synthetic:
+        events.append(ContextUsage(tokens))
     return events
 
 

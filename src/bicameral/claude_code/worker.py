@@ -44,6 +44,7 @@ from bicameral.claude_code.spec import (
 from bicameral.claude_code.stream import (
     ApiRetry,
     AssistantText,
+    ContextUsage,
     ControlRequest,
     Init,
     Result,
@@ -347,6 +348,8 @@ class ClaudeCodeWorker:
             cc.info("[CC.tool→] %s %s(%s) id=%s", self.name, event.name, preview(args), event.id)
         elif isinstance(event, ToolResult) and not event.subagent:
             await self._on_tool_result(event, ledger, outcome)
+        elif isinstance(event, ContextUsage):
+            outcome.context_tokens = event.tokens
         elif isinstance(event, Result):
             return await self._on_result(event, ledger, outcome)
         elif isinstance(event, Init):
