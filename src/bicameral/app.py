@@ -106,7 +106,7 @@ class App:
             give_up_after=settings.send_give_up_seconds,
         )
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
-        web = [WebFetch.from_settings(settings), WebSearch.from_settings(settings)]
+        web: list[Tool[Any]] = [WebFetch.from_settings(settings), WebSearch.from_settings(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
         no_sub_agent = ("sub_agent",) if settings.back.provider == "claude-code" else ()
         self.registry = ToolRegistry(
