@@ -129,3 +129,34 @@ def test_the_restricted_set_is_named_and_holds_no_side_effects():
 async def test_every_native_mode_offers_sub_agent(start_bot, mode):
     app = await start_bot(mode=mode)
     assert "sub_agent" in app.registry.names()
+
+
+async def test_cancelling_the_task_cancels_its_sub_agent(telegram, models, start_bot):
+    from tests.e2e.test_bicameral import FAST, _follow_up
+
+    models.script(
+        Reply(tool_calls=[ToolCall("spawn", {"spec": "Delegate the research.", "label": "research"}),
+                          ToolCall("reply", {"text": "on it"})]),
+        Reply(tool_calls=[ToolCall("cancel", {"task": "research"})]),
+        model="front",
+    )
+    # The back delegates; the helper's first step answers slowly with a tool call that must never run.
+    models.script(
+        Reply(tool_calls=[ToolCall("sub_agent", {"task": "find the answer"})]),
+        Reply(tool_calls=[ToolCall("current_time", {})], latency=2),
+        Reply(text="finished"),
+        model="back",
+    )
+    app = await start_bot(**FAST)
+    telegram.user_sends(OWNER, "research this")
+    await telegram.await_sent(OWNER, 1)
+    helper = await models.await_requests(2, model="back", timeout=20)
+    assert is_helper(helper[1])
+    telegram.user_sends(OWNER, "nvm")
+    sent = await telegram.await_sent(OWNER, 2)
+    assert sent[1]["text"] == "Stopped research."
+    assert app.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "cancelled"
+    await models.await_completed(len(models.requests))  # the helper's slow answer is in: had it lived on, it would act
+    await _follow_up(telegram, models)
+    assert len(models.requests_for("back")) == 2
+    assert "current_time" not in [row["name"] for row in app.stores.tool_calls.recent(chat=f"telegram:{OWNER}")]
