@@ -25,6 +25,7 @@ from bench.recall import run_recall
 from bench.report import Figure, machine, print_report
 from bench.scheduler import run_scheduler
 from bench.startup import run_startup
+from bench.tools import run_tools
 from bicameral.config import Settings
 
 MODEL_LATENCY = 1.0
@@ -43,12 +44,14 @@ class Plan:
     mode: str | None = None  # None: the shipped default
     recall_sizes: tuple[int, ...] = (300, 10_000, 100_000)  # recall: facts in the store
     stored_schedules: int = 10_000  # scheduler: schedules in the store at start-up
+    tool_runs: int = 30  # tools: sandboxed `true` runs, and web_fetch calls on the local page
+    tool_chats: int = 20  # tools: chats each running `sleep 1` at once
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
 QUICK = Plan(
     messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0,
-    recall_sizes=(300, 10_000), stored_schedules=2_000,
+    recall_sizes=(300, 10_000), stored_schedules=2_000, tool_runs=10,
 )
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
@@ -93,6 +96,11 @@ async def _scheduler(plan: Plan) -> list[Figure]:
     return (await run_scheduler(stored=plan.stored_schedules)).figures()
 
 
+async def _tools(plan: Plan) -> list[Figure]:
+    # The tools alone (no chat, no model): the mode does not apply.
+    return (await run_tools(runs=plan.tool_runs, chats=plan.tool_chats, fetches=plan.tool_runs)).figures()
+
+
 # Memory runs first: its in-process figures should not include what later scenarios leave behind.
 SCENARIOS: dict[str, Scenario] = {
     "memory": _memory,
@@ -104,6 +112,7 @@ SCENARIOS: dict[str, Scenario] = {
     "local": _local,
     "recall": _recall,
     "scheduler": _scheduler,
+    "tools": _tools,
 }
 
 

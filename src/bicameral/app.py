@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any
 
 from bicameral.agent.runner import NativeRunner
+from bicameral.agent.subagent import SubAgentRunner, restricted_tools
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
@@ -35,10 +36,11 @@ from bicameral.store import Stores
 from bicameral.store.schedules import SchedulePolicy
 from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
-from bicameral.tools.base import Tool
+from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry, discover_tools
 from bicameral.tools.shell import RunCommand
-from bicameral.tools.web import WebFetch
+from bicameral.tools.subagent import SubAgent
+from bicameral.tools.web import WebFetch, WebSearch
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,7 @@ class App:
         self._finishing: asyncio.Task[None] | None = None
         self._started = False
         self._stopped = False
+        self._sub_agent: SubAgentRunner | None = None
 
     async def __aenter__(self) -> App:
         try:
@@ -102,10 +105,14 @@ class App:
             retry_cap=settings.send_retry_cap_seconds,
             give_up_after=settings.send_give_up_seconds,
         )
-        # A later tool of the same name replaces an earlier one: web_fetch gets its limits, tests their fakes.
+        # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
+        web: list[Tool[Any]] = [WebFetch.from_settings(settings), WebSearch.from_settings(settings)]
+        # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
+        no_sub_agent = ("sub_agent",) if settings.back.provider == "claude-code" else ()
         self.registry = ToolRegistry(
-            [*await _tools(settings), WebFetch.from_settings(settings), *self._extra_tools],
+            [*await _tools(settings), *web, SubAgent(self._delegate), *self._extra_tools],
             audit=self.stores.tool_calls,
+            disabled=no_sub_agent,
             timeout=settings.tool_timeout_seconds,
         )
         self.handler = self._build_handler()
@@ -151,6 +158,14 @@ class App:
             executor: Executor = ClaudeCodeExecutor(settings, self.stores, self.registry)
         else:
             back_model = self._model(self._given_models[0], settings.back_model)
+            self._sub_agent = SubAgentRunner(
+                back_model,
+                restricted_tools(self.registry),
+                max_iterations=settings.sub_agent_max_iterations,
+                max_tokens=settings.max_tokens,
+                max_errors=settings.tool_error_max_count,
+                error_window_seconds=settings.tool_error_window_seconds,
+            )
             if self.mode == "single":
                 return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
             back_tools = self.registry.subset(exclude_messaging=True)
@@ -183,6 +198,12 @@ class App:
         model = build_model(ref, self.settings)
         self._built_models.append(model)
         return model
+
+    async def _delegate(self, task: str, ctx: ToolContext) -> ToolResult:
+        """The sub_agent tool's loop, on the back model once the chamber has built it."""
+        if self._sub_agent is None:
+            return ToolResult.error("sub_agent is not available with this executor; do the task yourself")
+        return await self._sub_agent(task, ctx)
 
     def _runner(self, model: Model, tools: ToolRegistry) -> NativeRunner:
         settings = self.settings

@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     web_fetch_max_bytes: int = Field(default=2_000_000, ge=1024)
     web_fetch_timeout_seconds: float = Field(default=20.0, gt=0)
     web_fetch_max_redirects: int = Field(default=5, ge=0, le=20)
+    web_search_timeout_seconds: float = Field(default=15.0, gt=0)
+    # sub_agent: the delegated loop's own step limit, below the parent's so one delegation stays bounded.
+    sub_agent_max_iterations: int = Field(default=10, ge=1)
     max_session_messages: int = Field(default=60, ge=4)
 
     # --- memory ---

@@ -47,3 +47,33 @@ async def test_the_cli_fetches_through_our_tool_and_the_user_gets_the_fact(teleg
         assert argv[argv.index("--tools") + 1] == ""
         assert {"WebFetch", "WebSearch"} <= set(argv[argv.index("--disallowedTools") + 1].split(","))
     assert ("/page.html", f"site.test:{site.port}") in site.seen
+
+
+async def test_the_cli_searches_through_our_web_search(telegram, models, start_cc_bot):
+    from bicameral.tools.web import WebSearch
+    from bicameral.web.search import SearchHit
+
+    class Searcher:
+        async def search(self, query: str, max_results: int) -> list[SearchHit]:
+            return [SearchHit("Nordholm", "https://example.org/nordholm", f"{query}: first lit in 1874")]
+
+    search = "mcp__bicameral__web_search"
+
+    def decide(req: Request) -> Reply:
+        results = req.tool_results()
+        if not results:
+            return Reply(tool_calls=[ToolCall(search, {"query": "nordholm lighthouse"})])
+        found = re.search(r"first lit in (\d{4})", results[0]["content"])
+        if found and "<untrusted_content" in results[0]["content"]:
+            return Reply(tool_calls=[ToolCall(SEND, {"text": f"Search says {found.group(1)}."})])
+        return Reply(text="done")
+
+    models.responder(routed(decide))
+    app = await start_cc_bot(extra_tools=[WebSearch(Searcher())])
+    telegram.user_sends(OWNER, "when was the nordholm lighthouse first lit?")
+    sent = await telegram.await_sent(OWNER, 1, timeout=60)
+    assert sent[0]["text"] == "Search says 1874."
+    assert search in main_requests(models)[0].tool_names and "WebSearch" not in main_requests(models)[0].tool_names
+    for spec in app.handler.worker_for(f"telegram:{OWNER}").spawns:
+        argv = list(spec.argv)
+        assert "WebSearch" in argv[argv.index("--disallowedTools") + 1].split(",")

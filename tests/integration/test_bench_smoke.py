@@ -61,3 +61,14 @@ async def test_idle_reports_cpu_polls_and_how_soon_a_message_is_seen():
     result = await run_idle(seconds=2)
     assert len(result.seen_after) == 5
     assert all(math.isfinite(f.value) and f.value >= 0 for f in result.figures())
+
+
+@pytest.mark.slow
+async def test_tools_reports_the_sandbox_the_concurrent_chats_and_web_fetch():
+    from bench.tools import run_tools
+
+    result = await run_tools(runs=2, chats=3, fetches=2)
+    assert len(result.fetch) == 2
+    if result.sandbox_why_off is None:
+        assert len(result.sandbox_true) == 2 and result.chats == 3 and result.all_ok
+    assert all(math.isfinite(f.value) for f in result.figures())

@@ -53,6 +53,14 @@ def _locate(ctx: ToolContext, given: str) -> Path:
     return resolve_inside(workspace_for(ctx.data_dir, ctx.chat), given)
 
 
+def _write(path: Path, data: bytes, *, create: bool) -> None:
+    """Replace the file's bytes; O_NOFOLLOW: a symlink swapped in after the path check is refused, not followed."""
+    flags = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
 def _shown(ctx: ToolContext, path: Path) -> str:
     return path.relative_to(workspace_for(ctx.data_dir, ctx.chat).resolve()).as_posix() or "."
 
@@ -99,10 +107,7 @@ class WriteFile(Tool[WriteArgs]):
             _locate(ctx, args.path)  # the parents just made may not change the answer, but check again
         except PathRefused as exc:
             return ToolResult.error(str(exc))
-        # O_NOFOLLOW: a symlink swapped in after the check is refused, not followed.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        _write(path, data, create=True)
         return ToolResult(f"wrote {len(data)} bytes to {_shown(ctx, path)}")
 
 
@@ -128,9 +133,7 @@ class EditFile(Tool[EditArgs]):
         updated = text.replace(args.old, args.new).encode("utf-8")
         if len(updated) > MAX_WRITE_BYTES:
             return ToolResult.error(f"the edited file would be {len(updated)} bytes; the limit is {MAX_WRITE_BYTES}")
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(updated)
+        _write(path, updated, create=False)
         return ToolResult(f"edited {_shown(ctx, path)}")
 
 

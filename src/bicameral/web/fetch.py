@@ -64,6 +64,7 @@ class WebFetcher:
     resolve: Resolve = system_resolve
     # The certificate authorities to trust; None: the system's (tests pass one that trusts their own).
     tls: ssl.SSLContext | None = None
+    _system_tls: ssl.SSLContext | None = field(default=None, init=False, repr=False)
 
     async def fetch(self, url: str) -> Page:
         """The final page after at most `max_redirects` checked redirects; AddressRefused or FetchFailed otherwise."""
@@ -76,7 +77,7 @@ class WebFetcher:
     async def _follow(self, url: str) -> Page:
         # trust_env=False: a proxy from the environment would resolve names itself, past our checks.
         timeout = httpx.Timeout(self.limits.timeout_seconds)
-        verify: ssl.SSLContext | bool = self.tls if self.tls is not None else True
+        verify = await self._verify()
         async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout, verify=verify) as client:
             current = url
             for _ in range(self.limits.max_redirects + 1):
@@ -91,6 +92,15 @@ class WebFetcher:
                     return page
                 current = str(hop.url.join(location))
         raise FetchFailed(f"{url} redirected more than {self.limits.max_redirects} times; gave up")
+
+    async def _verify(self) -> ssl.SSLContext:
+        """The TLS context: the given one, else httpx's default built once (loading the CA bundle takes ~50 ms)."""
+        if self.tls is not None:
+            return self.tls
+        if self._system_tls is None:
+            # Off the event loop: other chats keep moving while the bundle loads.
+            self._system_tls = await asyncio.to_thread(httpx.create_ssl_context, trust_env=False)
+        return self._system_tls
 
     async def _check(self, url: str) -> _Hop:
         """Parse and check one URL and resolve its host once; AddressRefused names the reason."""

@@ -1,0 +1,55 @@
+"""The sub-agent: a fresh agent loop over the restricted tools, run inside the caller's tool call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from bicameral import prompts
+from bicameral.agent.failures import describe_model_error
+from bicameral.agent.runner import NativeRunner
+from bicameral.events import Action, ActionResult
+from bicameral.models.base import Message, Model
+from bicameral.tools.base import ToolContext, ToolResult
+from bicameral.tools.registry import ToolRegistry
+from bicameral.tools.subagent import SUB_AGENT_TOOLS
+
+
+async def _no_messages(action: Action) -> ActionResult:
+    return ActionResult.failed("a sub-agent cannot message anyone; return the answer instead")
+
+
+def restricted_tools(registry: ToolRegistry) -> ToolRegistry:
+    """The caller's registry cut down to what a sub-agent may use (the registry still enforces owner-only)."""
+    return registry.subset(exclude_messaging=True, only=SUB_AGENT_TOOLS)
+
+
+@dataclass
+class SubAgentRunner:
+    """A `Delegate` for the sub_agent tool: runs the task to a final text with its own step limit."""
+
+    model: Model
+    tools: ToolRegistry
+    max_iterations: int = 10
+    max_tokens: int = 4096
+    max_errors: int = 3
+    error_window_seconds: float = 60.0
+
+    async def __call__(self, task: str, ctx: ToolContext) -> ToolResult:
+        """Run the task in a loop of its own; cancelling the caller cancels it, as it runs in the caller's await."""
+        runner = NativeRunner(
+            self.model,
+            self.tools,
+            max_iterations=self.max_iterations,
+            max_tokens=self.max_tokens,
+            max_errors=self.max_errors,
+            error_window_seconds=self.error_window_seconds,
+        )
+        # Same chat, owner and memory reach as the caller; nothing it does can reach the user directly.
+        own = replace(ctx, perform=_no_messages, sent_message_ids=[], message_ids=())
+        result = await runner.run(prompts.load("sub_agent.md"), [Message.user(task)], own)
+        if result.error is not None:
+            return ToolResult.error(f"the sub-agent could not finish: {describe_model_error(result.error)}")
+        if result.stop_reason:
+            said = f"{result.text}\n\n" if result.text else ""
+            return ToolResult(f"{said}[the sub-agent stopped because {result.stop_reason}]", is_error=not result.text)
+        return ToolResult(result.text or "(the sub-agent finished with nothing to report)")
