@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel
 
 from bicameral.events import Action, ActionResult
+from bicameral.sandbox.artifacts import Outgoing
 
 if TYPE_CHECKING:
     from bicameral.store import Stores
@@ -40,6 +41,10 @@ class ToolContext:
     sent_message_ids: list[str] = field(default_factory=list)
     # The memory this conversation may use (see store/memory_scopes.py); None: no memory at all.
     reach: Reach | None = None
+    # Files chosen with `send_file` (checked, capped, snapshotted); a back task holds them for its result,
+    # anything else sends each one at once.
+    outgoing: Outgoing = field(default_factory=Outgoing)
+    hold_files: bool = False
 
 
 @dataclass(frozen=True)
