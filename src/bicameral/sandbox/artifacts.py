@@ -78,9 +78,10 @@ def snapshot(data_dir: Path, chat: str, given: str, *, max_bytes: int) -> Artifa
             raise FileRefused(f"{given!r} is empty; there is nothing to send")
         if info.st_size > max_bytes:
             raise FileRefused(f"{given!r} is {info.st_size} bytes; files of at most {max_bytes} bytes can be sent")
-        folder = data_dir / OUTGOING_DIR / safe_name(chat, "chat")
-        folder.mkdir(parents=True, exist_ok=True)
-        dest = folder / f"{uuid.uuid4().hex[:8]}-{safe_name(source.name)}"
+        # A folder of its own per snapshot: the file keeps its name, which is what the user sees.
+        folder = data_dir / OUTGOING_DIR / safe_name(chat, "chat") / uuid.uuid4().hex[:12]
+        folder.mkdir(parents=True)
+        dest = folder / safe_name(source.name)
         with dest.open("xb") as out:
             # Bounded: a file that grows while it is read (a command still writing it) cannot fill the disk.
             data = src.read(max_bytes + 1)
