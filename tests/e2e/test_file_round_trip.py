@@ -108,7 +108,10 @@ async def test_single_mode_sends_the_converted_file_in_the_turn(telegram, models
 
 async def test_a_result_with_files_held_while_away_survives_a_restart(telegram, models, start_bot):
     models.script(
-        Reply(tool_calls=[ToolCall("spawn", {"spec": "Convert the CSV to TSV.", "label": "the tsv"}), ToolCall("reply", {"text": "on it"})]),
+        Reply(tool_calls=[
+            ToolCall("spawn", {"spec": "Convert the CSV to TSV.", "label": "the tsv"}),
+            ToolCall("reply", {"text": "on it"}),
+        ]),
         Reply(text="welcome back!"),
         model="front",
     )
