@@ -51,3 +51,19 @@ async def test_a_cli_task_sends_the_file_it_made_with_its_result(telegram, model
     (task,) = app.tasks.for_chat(f"telegram:{OWNER}")
     assert [a.name for a in task.artifacts] == ["groceries.tsv"]
     assert [r["name"] for r in reversed(app.stores.tool_calls.recent())] == ["read_file", "write_file", "send_file"]
+
+
+async def test_a_photo_reaches_the_cli_task_as_an_image(telegram, models, start_bot, claude_bin, cli_home):
+    # Only the header matters here: a start-of-frame segment saying 1x1, which is what the CLI reads.
+    jpeg = bytes.fromhex("ffd8ffc0001108000100010301110002110103110100ffd9")
+    models.script(Reply(tool_calls=[ToolCall("spawn", {"spec": "Describe the photo the user sent."})]), model="front")
+    models.responder(lambda req: Reply(text="Here you go: " + req.last_user_text()), model="front")
+    models.responder(lambda req: Reply(text="A tiny black square." if SEND_FILE in req.tool_names else "ok"), model=MODEL)
+    overrides = cc_overrides(claude_bin, models, mode="bicameral", front_model="openai:front", delivery_pause_scale=0)
+    await start_bot(**overrides)
+    telegram.user_sends(OWNER, photo=jpeg, caption="what is this?")
+    sent = await telegram.await_sent(OWNER, 1, timeout=90)
+    assert "black square" in sent[0]["text"]
+    task_requests = [r for r in models.requests if SEND_FILE in r.tool_names]
+    images = [b for r in task_requests for m in r.messages if isinstance(m["content"], list) for b in m["content"]]
+    assert any(b.get("type") == "image" and b["source"]["media_type"] == "image/jpeg" for b in images)
