@@ -185,3 +185,18 @@ async def test_hostile_file_paths_are_refused_while_other_chats_are_served(teleg
     assert "'..'" in reasons[0] and "absolute" in reasons[1] and "absolute" in reasons[2]
     assert "outside the workspace" in reasons[3] and "at most 2048 bytes" in reasons[4] and "no file" in reasons[5]
     assert not (app.settings.data_dir / "outgoing").exists() or not any((app.settings.data_dir / "outgoing").rglob("*.*"))
+
+
+async def test_an_image_telegram_refuses_as_a_photo_goes_as_a_document(telegram, models, start_bot):
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+    app = await start_bot(mode="single")
+    workspace = app.settings.data_dir / "workspaces" / f"telegram_{OWNER}"
+    telegram.fail_next("sendPhoto", status=400, description="Bad Request: PHOTO_INVALID_DIMENSIONS")
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "wide.png").write_bytes(png)
+    models.script(Reply(tool_calls=[ToolCall("send_file", {"path": "wide.png"})]), Reply(text="there it is"), model="back")
+    telegram.user_sends(OWNER, "send me the chart")
+    sent = await telegram.await_sent(OWNER, 2, timeout=20)
+    assert [m["method"] for m in sent] == ["sendDocument", "sendMessage"]
+    assert sent[0]["file_bytes"] == png and sent[0]["document"]["file_name"] == "wide.png"
+    assert [c.status for c in telegram.calls_to("sendPhoto")] == [400]
