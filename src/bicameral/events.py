@@ -37,6 +37,7 @@ class Attachment:
     mime: str | None = None
     name: str | None = None
     size: int = 0
+    workspace_path: str | None = None  # its copy in the chat's workspace, where the file tools find it
 
 
 @dataclass(frozen=True)

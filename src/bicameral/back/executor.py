@@ -11,9 +11,9 @@ from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
-from bicameral.tasks.brief import no_direct_messages, task_brief
+from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
 from bicameral.tasks.bus import Executor, TaskControl
-from bicameral.tasks.task import Task, TaskOutcome
+from bicameral.tasks.task import NOTHING_TO_REPORT, Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 
 _MAX_NOTE_ROUNDS = 3
@@ -38,7 +38,8 @@ class NativeExecutor(Executor):
         else:
             about = f"{task.spec}\n{task.context}"
             remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
-            messages = [Message.user("\n\n".join(filter(None, [remembered, task_brief(task)])))]
+            brief = TextBlock(text="\n\n".join(filter(None, [remembered, task_brief(task)])))
+            messages = [Message(role="user", content=[brief, *task_images(task)])]
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
@@ -47,6 +48,10 @@ class NativeExecutor(Executor):
             stores=self._stores,
             is_owner=reach is not None and reach.owner,
             reach=reach,
+            outgoing=task_outgoing(
+                task, control, max_files=self._settings.send_files_max, max_bytes=self._settings.send_file_max_bytes
+            ),
+            hold_files=True,
         )
 
         async def on_tool(call: ToolCall) -> None:
@@ -81,7 +86,7 @@ class NativeExecutor(Executor):
         if result.stop_reason:
             partial = f"{result.text}\n\n" if result.text else ""
             return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stop_reason}")
-        return TaskOutcome(result=result.text or "(finished, with nothing to report)")
+        return TaskOutcome(result=result.text or NOTHING_TO_REPORT)
 
 
 def _with_note(messages: list[Message], note: str | None) -> list[Message]:

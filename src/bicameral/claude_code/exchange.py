@@ -5,17 +5,34 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bicameral.agent.breakers import Breakers
 from bicameral.claude_code.failures import Failure
 from bicameral.claude_code.stream import Result, ToolUse
+from bicameral.models.base import ImageBlock, read_image
+
+# What the CLI's API accepts inline; a larger or other image is left out rather than failing the turn.
+_IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
+_IMAGE_MAX_BYTES = 5 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class PromptImage:
     media_type: str
     data: bytes
+
+
+def prompt_images(data_dir: Path, blocks: Iterable[ImageBlock]) -> tuple[PromptImage, ...]:
+    """The readable images among `blocks`, with their bytes, for one CLI message."""
+    images = []
+    for block in blocks:
+        if block.media_type in _IMAGE_TYPES:
+            data = read_image(data_dir, block.path)
+            if data is not None and len(data) <= _IMAGE_MAX_BYTES:
+                images.append(PromptImage(block.media_type, data))
+    return tuple(images)
 
 
 @dataclass(frozen=True)

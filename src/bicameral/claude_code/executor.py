@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bicameral import prompts
-from bicameral.claude_code.exchange import Prompt
+from bicameral.claude_code.exchange import Prompt, PromptImage, prompt_images
 from bicameral.claude_code.failures import Recovery
 from bicameral.claude_code.spec import our_name
 from bicameral.claude_code.stream import StreamEvent, ToolUse
@@ -16,9 +16,9 @@ from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
 from bicameral.models.base import summarize_call
 from bicameral.store import Stores
-from bicameral.tasks.brief import no_direct_messages, task_brief
+from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
 from bicameral.tasks.bus import Executor, TaskControl
-from bicameral.tasks.task import Task, TaskOutcome
+from bicameral.tasks.task import NOTHING_TO_REPORT, Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
 
@@ -62,6 +62,7 @@ class ClaudeCodeExecutor(Executor):
             f"task:{task.id}", config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
         )
         notes = control.drain_notes()
+        images: tuple[PromptImage, ...] = ()
         reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id)
         if sessions.get() is not None:
             # A resumed session already holds the brief and the finished steps; send what changed.
@@ -70,6 +71,7 @@ class ClaudeCodeExecutor(Executor):
             about = f"{task.spec}\n{task.context}"
             remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
             text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
+            images = prompt_images(self._settings.data_dir, task_images(task))
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
@@ -78,6 +80,10 @@ class ClaudeCodeExecutor(Executor):
             stores=self._stores,
             is_owner=for_owner,
             reach=reach,
+            outgoing=task_outgoing(
+                task, control, max_files=self._settings.send_files_max, max_bytes=self._settings.send_file_max_bytes
+            ),
+            hold_files=True,
         )
 
         async def on_event(event: StreamEvent) -> None:
@@ -86,7 +92,10 @@ class ClaudeCodeExecutor(Executor):
 
         try:
             outcome = await worker.run_turn(
-                Prompt(text=text), ctx, drain=lambda: [Prompt(text=n) for n in control.drain_notes()], on_event=on_event
+                Prompt(text=text, images=images),
+                ctx,
+                drain=lambda: [Prompt(text=n) for n in control.drain_notes()],
+                on_event=on_event,
             )
         finally:
             await worker.stop()
@@ -99,7 +108,7 @@ class ClaudeCodeExecutor(Executor):
             )
         if outcome.stop_reason:
             return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stop_reason}")
-        return TaskOutcome(result=outcome.final_text or "(finished, with nothing to report)")
+        return TaskOutcome(result=outcome.final_text or NOTHING_TO_REPORT)
 
     def _owner_chat(self, chat: str) -> bool:
         """A task from the owner's own chat (their DM, or a trusted local channel) may use what the owner unlocked."""

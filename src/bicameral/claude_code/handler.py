@@ -12,7 +12,7 @@ from dataclasses import replace
 from bicameral import prompts
 from bicameral.agent.failures import describe_stop
 from bicameral.claude_code.compaction import compact_if_full
-from bicameral.claude_code.exchange import Prompt, PromptImage, TurnOutcome
+from bicameral.claude_code.exchange import Prompt, TurnOutcome, prompt_images
 from bicameral.claude_code.failures import Failure, Recovery, classify
 from bicameral.claude_code.process import Spawn, cli_version, spawn_process
 from bicameral.claude_code.spec import (
@@ -38,7 +38,7 @@ from bicameral.mcp.plugins import (
     visible_tools,
 )
 from bicameral.mcp.server import McpToolServer
-from bicameral.models.base import ImageBlock, TextBlock, read_image, summarize_call
+from bicameral.models.base import ImageBlock, TextBlock, summarize_call
 from bicameral.store import Stores
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
@@ -51,8 +51,6 @@ SESSION_KEY_PREFIX = "claude_code.session:"
 # An idle chat's process is stopped after this long (its session is kept and resumed on the next message).
 IDLE_STOP_SECONDS = 900.0
 _REAP_EVERY = 60.0
-_IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
-_IMAGE_MAX_BYTES = 5 * 1024 * 1024
 _NUDGE = (
     "<error>You wrote a reply but did not send it, so the user saw nothing. Text you write is not delivered: "
     f"send your answer now with {MCP_NAMESPACE}__send_message (or {MCP_NAMESPACE}__reply_to_message).</error>"
@@ -274,16 +272,10 @@ class ClaudeCodeChamber:
 
     def prompt(self, batch: Sequence[Inbound]) -> Prompt:
         """A batch as one CLI message: the envelopes, then each readable photo as an image."""
-        text = ""
-        images: list[PromptImage] = []
-        for block in content_blocks(batch):
-            if isinstance(block, TextBlock):
-                text = block.text
-            elif isinstance(block, ImageBlock) and block.media_type in _IMAGE_TYPES:
-                data = read_image(self._settings.data_dir, block.path)
-                if data is not None and len(data) <= _IMAGE_MAX_BYTES:
-                    images.append(PromptImage(block.media_type, data))
-        return Prompt(text=text, images=tuple(images))
+        blocks = content_blocks(batch)
+        text = next((block.text for block in blocks if isinstance(block, TextBlock)), "")
+        images = prompt_images(self._settings.data_dir, (block for block in blocks if isinstance(block, ImageBlock)))
+        return Prompt(text=text, images=images)
 
     async def _reap_idle(self) -> None:
         while True:

@@ -52,6 +52,9 @@ def _one(inbound: Inbound) -> str:
         body.append(f"<quote id={quoteattr(quoted.message_id)} from={quoteattr(who)}>{escape(text)}</quote>")
     for attachment in inbound.attachments:
         label = attachment.name or attachment.path.rsplit("/", 1)[-1]
-        body.append(f"<attachment kind={quoteattr(attachment.kind)} path={quoteattr(attachment.path)} name={quoteattr(label)}/>")
+        where = f" workspace_path={quoteattr(attachment.workspace_path)}" if attachment.workspace_path else ""
+        body.append(
+            f"<attachment kind={quoteattr(attachment.kind)} path={quoteattr(attachment.path)} name={quoteattr(label)}{where}/>"
+        )
     body.append(escape(inbound.text))
     return head + "\n".join(body) + "</msg>"

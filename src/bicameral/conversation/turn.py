@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from bicameral.events import Action, ActionResult, Inbound
+from bicameral.sandbox.artifacts import Outgoing
 from bicameral.store.memory_scopes import Reach, reach_for
 from bicameral.tools.base import ToolContext
 
@@ -61,6 +62,7 @@ class Turn:
             message_ids=tuple(i.message_id for i in self.batch),
             is_owner=self.is_owner,
             reach=self.reach,
+            outgoing=Outgoing(max_files=settings.send_files_max, max_bytes=settings.send_file_max_bytes),
         )
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from bicameral.conversation.envelope import envelope
 from bicameral.conversation.turn import Turn
-from bicameral.events import React
+from bicameral.events import Attachment, React
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import describe_status
 from bicameral.models.base import ToolCall, ToolSpec
@@ -149,12 +149,13 @@ class FrontActions:
             label=args.label,
             origin_message=self.turn.reply_anchor,
             thread_id=self.turn.thread_id,
+            attachments=self._burst_files(),
         )
         self._note_label(task, args.label)
         return f"spawned {task.id}"
 
     async def _append(self, args: AppendArgs) -> str:
-        task = await self.bus.append(self._resolve(args.task).id, args.context)
+        task = await self.bus.append(self._resolve(args.task).id, args.context, attachments=self._burst_files())
         return f"appended to {task.id}"
 
     async def _redirect(self, args: RedirectArgs) -> str:
@@ -182,6 +183,10 @@ class FrontActions:
         return "waiting"
 
     # --- helpers ---
+
+    def _burst_files(self) -> tuple[Attachment, ...]:
+        """The files and photos of this burst: the task they start or extend gets them, whatever the front wrote."""
+        return tuple(attachment for inbound in self.turn.batch for attachment in inbound.attachments)
 
     async def _say(self, text: str) -> None:
         await self.delivery.say(

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
 from bicameral import prompts
@@ -18,15 +18,17 @@ from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn
+from bicameral.events import SendFile
 from bicameral.failures import failure_sentence
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
 from bicameral.models.base import Message, Model, ModelError, TextBlock, complete
+from bicameral.sandbox.artifacts import available
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor, TaskBus
 from bicameral.tasks.store import TaskStore
-from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
+from bicameral.tasks.task import NOTHING_TO_REPORT, EventKind, Task, TaskEvent, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +157,13 @@ class FrontChamber:
 
     async def _deliver(self, task: Task, *, finished_ago: str | None = None) -> None:
         result = task.result or ""
+        files = [a for a in task.artifacts if available(self._settings.data_dir, a)]
+        if task.artifacts and (not result.strip() or result == NOTHING_TO_REPORT):
+            result = "Here's " + ", ".join(a.name for a in task.artifacts) + "."  # the one-line framing
+        lost = [a.name for a in task.artifacts if a not in files]
+        if lost:
+            log.warning("task %s: files no longer available: %s", task.id, lost)
+            result += "\n\n(" + ", ".join(lost) + " could not be found any more, so it is not attached.)"
         if len(result) <= self._settings.short_result_chars and finished_ago is None:
             text = await self.delivery.shim(result)
         else:
@@ -162,7 +171,8 @@ class FrontChamber:
             if finished_ago:
                 # Reintroduce from real data: what it was and when it finished, before the substance.
                 text = f"Oh hey, I finished {task.name} {finished_ago}.\n\n{text}"
-        await self._say(task, text, delivered=True)
+        sends = [SendFile(chat=task.chat, path=a.path, kind=a.kind, thread_id=task.thread_id) for a in files]
+        await self._say(task, text, delivered=True, files=sends)
 
     async def _deliver_waiting(self, chat: str) -> None:
         """Results that finished while the user was away, reintroduced now that they are back."""
@@ -170,14 +180,16 @@ class FrontChamber:
             if task.state is TaskState.COMPLETED:
                 await self._deliver(task, finished_ago=ago(self._clock() - (task.finished_at or task.updated_at)))
 
-    async def _say(self, task: Task, text: str, *, delivered: bool = False) -> None:
+    async def _say(self, task: Task, text: str, *, delivered: bool = False, files: Sequence[SendFile] = ()) -> None:
         """Tell the task's chat; with `delivered`, the task counts as delivered once the words are in the outbox."""
 
         def mark_delivered() -> None:
             self._tasks.update(task.id, delivered_at=self._clock())
 
         on_recorded = mark_delivered if delivered else None
-        await self.delivery.say(task.chat, text, reply_to=task.origin_message, thread_id=task.thread_id, on_recorded=on_recorded)
+        await self.delivery.say(
+            task.chat, text, reply_to=task.origin_message, thread_id=task.thread_id, on_recorded=on_recorded, files=files
+        )
 
     # --- context ---
 

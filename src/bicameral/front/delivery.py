@@ -6,8 +6,7 @@ import asyncio
 import logging
 import random
 import re
-from collections.abc import Awaitable, Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable, Sequence
 
 from bicameral.conversation.outbox import Outbox
 from bicameral.events import SendFile, SendText, Typing
@@ -59,8 +58,9 @@ class Delivery:
         thread_id: str | None = None,
         turn: str | None = None,
         on_recorded: Callable[[], None] | None = None,
+        files: Sequence[SendFile] = (),
     ) -> list[str]:
-        """Send text as 1-3 natural messages, each after a jittered typing pause; returns the ids sent so far.
+        """Send text as 1-3 natural messages, each after a jittered typing pause, then `files`; returns the ids sent so far.
 
         Every part is in the outbox before the first goes out (`on_recorded` runs then); the later
         parts follow on the outbox's timers, so a restart between parts delivers the rest.
@@ -75,15 +75,9 @@ class Delivery:
             for index, part in enumerate(parts)
         ]
         pauses = [0.0] + [self.pause_before(part, first=False) for part in parts[1:]]
-        results = await self._outbox.send(messages, turn=turn, pauses=pauses, on_recorded=on_recorded)
+        pauses += [self.pause_before("", first=True) for _ in files]
+        results = await self._outbox.send([*messages, *files], turn=turn, pauses=pauses, on_recorded=on_recorded)
         return [message_id for result in results for message_id in result.message_ids]
-
-    async def send_file(self, chat: str, path: str, caption: str, *, thread_id: str | None = None) -> bool:
-        kind: Literal["photo", "document"] = (
-            "photo" if path.lower().endswith((".png", ".jpg", ".jpeg", ".webp")) else "document"
-        )
-        result = await self._outbox.perform(SendFile(chat=chat, path=path, kind=kind, caption=caption, thread_id=thread_id))
-        return result.ok
 
     def pause_before(self, part: str, *, first: bool) -> float:
         """A typing pause that grows with the text, never the same twice."""

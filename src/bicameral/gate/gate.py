@@ -20,7 +20,7 @@ from bicameral.gate.ratelimit import RateLimiter, Verdict
 from bicameral.observe import transcript
 from bicameral.redaction import scrub
 from bicameral.sandbox.paths import PathRefused
-from bicameral.sandbox.workspace import add_to_workspace
+from bicameral.sandbox.workspace import add_to_workspace, workspace_for
 from bicameral.store import Stores
 from bicameral.store.messages import IGNORED, PENDING
 from bicameral.types import Clock
@@ -105,7 +105,7 @@ class Gate:
             # Only now, with the sender admitted, is anything downloaded (refused senders' files never are).
             channel = self._router.channel_for(inbound.chat)
             inbound = await channel.fetch_attachments(inbound) if channel else dataclasses.replace(inbound, attachment_refs=())
-            self._copy_to_workspace(inbound)
+            inbound = self._copy_to_workspace(inbound)
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)
@@ -113,14 +113,19 @@ class Gate:
         transcript.rx(inbound.chat, inbound.sender.name, inbound.message_id, inbound.text, edit=inbound.kind == "edit")
         return dataclasses.replace(inbound, row_id=row_id) if status == PENDING else None
 
-    def _copy_to_workspace(self, inbound: Inbound) -> None:
+    def _copy_to_workspace(self, inbound: Inbound) -> Inbound:
         """Put received files in the chat's workspace too, where the file tools and `run` can use them."""
         data_dir = self._settings.data_dir
+        copied = []
         for attachment in inbound.attachments:
             try:
-                add_to_workspace(data_dir, inbound.chat, data_dir / attachment.path, attachment.name)
-            except (OSError, PathRefused) as exc:  # the message and its attachment are kept either way
+                copy = add_to_workspace(data_dir, inbound.chat, data_dir / attachment.path, attachment.name)
+                root = workspace_for(data_dir, inbound.chat).resolve()
+                attachment = dataclasses.replace(attachment, workspace_path=copy.relative_to(root).as_posix())
+            except (OSError, PathRefused, ValueError) as exc:  # the message and its attachment are kept either way
                 log.warning("could not copy %s into the workspace of %s: %s", attachment.path, inbound.chat, exc)
+            copied.append(attachment)
+        return dataclasses.replace(inbound, attachments=tuple(copied))
 
     def _refuse(self, inbound: Inbound) -> None:
         """Keep a bounded record of the refused message, tell a DM once, and send the owner a digest when due."""

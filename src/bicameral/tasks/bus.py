@@ -11,7 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bicameral.events import Attachment
 from bicameral.failures import failure_detail, failure_sentence
+from bicameral.sandbox.artifacts import Artifact
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskOutcome, TaskState
 
@@ -41,6 +43,9 @@ class TaskControl(Protocol):
 
     async def progress(self, text: str) -> None:
         """Report a real step (throttled before it reaches the user)."""
+
+    def keep_files(self, files: tuple[Artifact, ...]) -> None:
+        """Store the files the result will send, as they are chosen (a restart keeps them)."""
 
 
 class Executor:
@@ -90,6 +95,9 @@ class _Control:
     async def progress(self, text: str) -> None:
         await self._bus._progress(self.task, self._run, text)
 
+    def keep_files(self, files: tuple[Artifact, ...]) -> None:
+        self._bus.store.update(self.task.id, artifacts=files)
+
 
 class TaskBus:
     def __init__(
@@ -127,6 +135,7 @@ class TaskBus:
         transcript: list[dict[str, Any]] | None = None,
         origin_message: str | None = None,
         thread_id: str | None = None,
+        attachments: tuple[Attachment, ...] = (),
     ) -> Task:
         """Create a task and start it; returns at once with its id."""
         now = self._clock()
@@ -142,6 +151,7 @@ class TaskBus:
             parent_id=parent_id,
             origin_message=origin_message,
             thread_id=thread_id,
+            attachments=attachments,
         )
         self.store.create(task)
         if transcript is not None:
@@ -149,10 +159,12 @@ class TaskBus:
         self._start(task, _Run())
         return task
 
-    async def append(self, task_id: str, text: str) -> Task:
-        """Hand extra context to a running task; it reaches the loop at its next tool boundary."""
+    async def append(self, task_id: str, text: str, *, attachments: tuple[Attachment, ...] = ()) -> Task:
+        """Hand extra context (and files the user sent) to a running task; it reaches the loop at its next tool boundary."""
         task, run = self._live(task_id)
-        run.notes.append(f"Additional context from the user (take it into account): {text.strip()}")
+        sent = "".join(f"\n- {a.workspace_path} ({a.kind})" for a in attachments if a.workspace_path)
+        files = f"\nThe user also sent these files, now in your workspace:{sent}" if sent else ""
+        run.notes.append(f"Additional context from the user (take it into account): {text.strip()}{files}")
         await self._emit(task, EventKind.APPENDED, text)
         return task
 
@@ -186,6 +198,7 @@ class TaskBus:
             transcript=transcript,
             origin_message=parent.origin_message,
             thread_id=parent.thread_id,
+            attachments=parent.attachments,
         )
         if transcript is not None:
             self._runs[child.id].notes.append(

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
+from bicameral.events import Attachment
 from bicameral.redaction import scrub, scrub_obj
+from bicameral.sandbox.artifacts import Artifact
 from bicameral.store.db import Database
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
 from bicameral.types import Clock
@@ -27,11 +30,11 @@ class TaskStore:
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO tasks (id, chat, label, spec, context, state, parent_id, origin_message, thread_id,
-                                      created_at, updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                      created_at, updated_at, attachments)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (task.id, task.chat, task.label, self._redact(task.spec), self._redact(task.context),
                  task.state.value, task.parent_id,
-                 task.origin_message, task.thread_id, task.created_at, task.updated_at),
+                 task.origin_message, task.thread_id, task.created_at, task.updated_at, _files_json(task.attachments)),
             )
 
     def get(self, task_id: str) -> Task | None:
@@ -44,6 +47,9 @@ class TaskStore:
             value = fields.get(name)
             if isinstance(value, str):
                 fields[name] = self._redact(value)
+        artifacts = fields.get("artifacts")
+        if isinstance(artifacts, tuple):
+            fields["artifacts"] = _files_json(artifacts)
         state = fields.get("state")
         if isinstance(state, TaskState):
             fields["state"] = state.value
@@ -140,7 +146,13 @@ def _task(row: sqlite3.Row) -> Task:
         attempts=row["attempts"],
         finished_at=row["finished_at"],
         delivered_at=row["delivered_at"],
+        attachments=tuple(Attachment(**a) for a in json.loads(row["attachments"] or "[]")),
+        artifacts=tuple(Artifact(**a) for a in json.loads(row["artifacts"] or "[]")),
     )
+
+
+def _files_json(files: Sequence[Attachment | Artifact]) -> str:
+    return json.dumps([asdict(f) for f in files], ensure_ascii=False)
 
 
 def _event(row: sqlite3.Row) -> TaskEvent:

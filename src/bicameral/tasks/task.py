@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from bicameral.events import Attachment
+from bicameral.sandbox.artifacts import Artifact
+
 
 class TaskState(str, Enum):
     PENDING = "pending"
@@ -48,6 +51,8 @@ class Task:
     attempts: int = 0
     finished_at: float | None = None
     delivered_at: float | None = None
+    attachments: tuple[Attachment, ...] = ()  # the files the user sent with the burst that started it
+    artifacts: tuple[Artifact, ...] = ()  # the files its result sends back
 
     @property
     def name(self) -> str:
@@ -65,6 +70,9 @@ class TaskEvent:
     data: str = ""
 
 
+NOTHING_TO_REPORT = "(finished, with nothing to report)"  # the result of a task whose final message was empty
+
+
 @dataclass(frozen=True)
 class TaskOutcome:
     """What an executor hands back: a result, or a failure kind with the sentence the user is told."""
@@ -74,7 +82,6 @@ class TaskOutcome:
     error: str | None = None
     detail: str | None = None  # scrubbed evidence for the log and the trace, never shown to the user
     retryable: bool = False
-    files: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel
 
 from bicameral.events import Action, ActionResult
+from bicameral.sandbox.artifacts import Outgoing
 
 if TYPE_CHECKING:
     from bicameral.store import Stores
@@ -42,6 +43,10 @@ class ToolContext:
     reach: Reach | None = None
     # Texts of facts forgotten during this run: the agent loop blanks them out of its transcript.
     forgotten: list[str] = field(default_factory=list)
+    # Files chosen with `send_file` (checked, capped, snapshotted); a back task holds them for its result,
+    # anything else sends each one at once.
+    outgoing: Outgoing = field(default_factory=Outgoing)
+    hold_files: bool = False
 
 
 @dataclass(frozen=True)

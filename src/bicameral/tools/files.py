@@ -1,4 +1,4 @@
-"""File tools confined to the chat's workspace: read, write, edit, list and search."""
+"""File tools confined to the chat's workspace: read, write, edit, list, search and send."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from bicameral.events import SendFile
+from bicameral.sandbox.artifacts import FileRefused
 from bicameral.sandbox.paths import PathRefused, resolve_inside
 from bicameral.sandbox.workspace import workspace_for
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -47,6 +49,11 @@ class EditArgs(BaseModel):
 class SearchArgs(BaseModel):
     pattern: str = Field(min_length=1, max_length=200, description="Text to look for (a regular expression).")
     path: str = Field(default=".", max_length=1024, description="Directory to search, relative to the workspace.")
+
+
+class SendArgs(BaseModel):
+    path: str = Field(max_length=1024, description=_PATH)
+    caption: str | None = Field(default=None, max_length=1000, description="One short line shown with the file.")
 
 
 def _locate(ctx: ToolContext, given: str) -> Path:
@@ -187,3 +194,29 @@ class SearchFiles(Tool[SearchArgs]):
                     if len(hits) >= MAX_SEARCH_HITS:
                         return ToolResult("\n".join(hits) + f"\n[cut at {MAX_SEARCH_HITS} matches]")
         return ToolResult("\n".join(hits) or "no matches")
+
+
+class SendFileTool(Tool[SendArgs]):
+    name = "send_file"
+    description = (
+        "Send a file from this chat's workspace to the user (a document; .png/.jpg as a photo). Inside a task "
+        "it is attached to your result and delivered with it, so call it once the file is final."
+    )
+    args_model = SendArgs
+    reads_files = True
+
+    async def run(self, args: SendArgs, ctx: ToolContext) -> ToolResult:
+        try:
+            artifact = ctx.outgoing.add(ctx.data_dir, ctx.chat, args.path)
+        except (PathRefused, FileRefused) as exc:
+            return ToolResult.error(f"not sent: {exc}")
+        if ctx.hold_files:
+            return ToolResult(f"attached {artifact.name} ({artifact.size} bytes); it is delivered with your result")
+        action = SendFile(chat=ctx.chat, path=artifact.path, kind=artifact.kind, caption=args.caption)
+        result = await ctx.perform(action)
+        if not result.ok:
+            return ToolResult.error(f"the chat refused {artifact.name}: {result.error or 'unknown error'}")
+        if result.queued:
+            return ToolResult(f"{artifact.name} is queued and will be delivered; do not send it again")
+        ctx.sent_message_ids.extend(result.message_ids)
+        return ToolResult(f"sent {artifact.name} ({artifact.size} bytes) as a {artifact.kind}")

@@ -176,16 +176,28 @@ class ActionPerformer:
         # Read once: a 429 retry re-sends the same bytes, and PTB cannot rewind an open file.
         upload = InputFile(path.read_bytes(), filename=path.name)
 
+        as_photo = action.kind == "photo"
+
         def send(caption: str | None, mode: ParseMode | None) -> Awaitable[Message]:
             common = dict(caption=caption, parse_mode=mode, reply_parameters=reply, message_thread_id=thread)
-            if action.kind == "photo":
+            if as_photo:
                 return self._bot.send_photo(chat_id, upload, **common)  # type: ignore[arg-type]
             return self._bot.send_document(chat_id, upload, **common)  # type: ignore[arg-type]
 
-        if action.caption and action.caption.strip():
-            message = await self._formatted(send, action.caption)
-        else:
-            message = await self._retrying(lambda: send(None, None))
+        async def attempt() -> Message:
+            if action.caption and action.caption.strip():
+                return await self._formatted(send, action.caption)
+            return await self._retrying(lambda: send(None, None))
+
+        try:
+            message = await attempt()
+        except BadRequest as exc:
+            if not as_photo:
+                raise
+            # Telegram refuses some images as photos (odd dimensions, formats it cannot process); a document always fits.
+            log.info("Telegram refused %s as a photo (%s); sending it as a document", path.name, exc.message)
+            as_photo = False
+            message = await attempt()
         return ActionResult(ok=True, message_ids=(str(message.message_id),))
 
     # --- shared machinery ---

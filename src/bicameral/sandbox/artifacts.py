@@ -1,0 +1,112 @@
+"""Files leaving a workspace: checked by the one path checker, copied out of reach of later changes, capped."""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from bicameral.errors import BicameralError
+from bicameral.sandbox.paths import PathRefused, resolve_inside, safe_name
+from bicameral.sandbox.workspace import workspace_for
+
+# Telegram shows these inline as photos (sendPhoto takes up to 10 MB); anything else goes as a document.
+_PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg")
+_PHOTO_MAX_BYTES = 10_000_000
+OUTGOING_DIR = "outgoing"
+
+
+class FileRefused(BicameralError):
+    """A file that may not be sent: outside the workspace, not a regular file, empty, too big or one too many."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file the assistant sends: `name` is its path in the chat's workspace, `path` the snapshot under the data dir."""
+
+    name: str
+    path: str
+    size: int
+    kind: Literal["photo", "document"] = "document"
+
+
+@dataclass
+class Outgoing:
+    """The files of one turn or task: one per workspace path, at most `max_files`, each at most `max_bytes`."""
+
+    max_files: int = 10
+    max_bytes: int = 20_000_000
+    items: list[Artifact] = field(default_factory=list)
+    # Called with every change, so a task's files are stored as they are chosen (a restart keeps them).
+    on_change: Callable[[tuple[Artifact, ...]], None] | None = None
+
+    def add(self, data_dir: Path, chat: str, given: str) -> Artifact:
+        """Check `given` in the chat's workspace, snapshot it and keep it; raises FileRefused or PathRefused."""
+        name = _shown(data_dir, chat, given)
+        kept = [a for a in self.items if a.name != name]
+        if len(kept) >= self.max_files:
+            raise FileRefused(f"at most {self.max_files} files can be sent at once; {len(kept)} are already attached")
+        artifact = snapshot(data_dir, chat, given, max_bytes=self.max_bytes)
+        self.items[:] = [*kept, artifact]
+        if self.on_change is not None:
+            self.on_change(tuple(self.items))
+        return artifact
+
+
+def snapshot(data_dir: Path, chat: str, given: str, *, max_bytes: int) -> Artifact:
+    """Copy a workspace file to `<data>/outgoing/<chat>/`, so what is sent is what was checked, even much later."""
+    root = workspace_for(data_dir, chat)
+    source = resolve_inside(root, given)
+    if not source.exists():
+        raise FileRefused(f"no file {given!r} in the workspace")
+    if source.is_dir():
+        raise FileRefused(f"{given!r} is a directory; send the files in it one by one (or an archive of them)")
+    # O_NOFOLLOW and fstat on the open file: a symlink or device swapped in after the check is refused, not read.
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise PathRefused(f"{given!r} cannot be opened as a plain file ({exc.strerror})") from exc
+    with os.fdopen(fd, "rb") as src:
+        info = os.fstat(src.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise PathRefused(f"{given!r} is not a regular file")
+        if info.st_size == 0:
+            raise FileRefused(f"{given!r} is empty; there is nothing to send")
+        if info.st_size > max_bytes:
+            raise FileRefused(f"{given!r} is {info.st_size} bytes; files of at most {max_bytes} bytes can be sent")
+        # A folder of its own per snapshot: the file keeps its name, which is what the user sees.
+        folder = data_dir / OUTGOING_DIR / safe_name(chat, "chat") / uuid.uuid4().hex[:12]
+        folder.mkdir(parents=True)
+        dest = folder / safe_name(source.name)
+        with dest.open("xb") as out:
+            # Bounded: a file that grows while it is read (a command still writing it) cannot fill the disk.
+            data = src.read(max_bytes + 1)
+            out.write(data)
+            copied = len(data)
+    if copied > max_bytes:
+        dest.unlink(missing_ok=True)
+        raise FileRefused(f"{given!r} grew past {max_bytes} bytes while it was being read")
+    kind: Literal["photo", "document"] = (
+        "photo" if source.suffix.lower() in _PHOTO_SUFFIXES and copied <= _PHOTO_MAX_BYTES else "document"
+    )
+    return Artifact(name=_shown(data_dir, chat, given), path=dest.relative_to(data_dir).as_posix(), size=copied, kind=kind)
+
+
+def available(data_dir: Path, artifact: Artifact) -> bool:
+    """True while the artifact's snapshot is still a regular file inside the outgoing folder."""
+    root = (data_dir / OUTGOING_DIR).resolve()
+    try:
+        target = resolve_inside(root, PurePosixPath(artifact.path).relative_to(OUTGOING_DIR).as_posix())
+    except (PathRefused, ValueError):
+        return False
+    return target.is_file() and not (data_dir / artifact.path).is_symlink()
+
+
+def _shown(data_dir: Path, chat: str, given: str) -> str:
+    """The workspace-relative name of `given`, symlinks inside the workspace resolved; raises PathRefused."""
+    root = workspace_for(data_dir, chat).resolve()
+    return resolve_inside(root, given).relative_to(root).as_posix()
