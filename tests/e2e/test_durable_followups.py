@@ -92,7 +92,7 @@ async def test_a_result_held_while_away_is_reintroduced_once_after_a_restart(tel
                           ToolCall("reply", {"text": "on it"})]),
         model="front",
     )
-    models.script(Reply(text="Export ready: 42 rows."), model="back")
+    models.script(Reply(text="Export ready: 42 rows.", latency=1.5), model="back")  # done after they went away
     app = await start_bot(**FAST, away_after_seconds=0.5)
     telegram.user_sends(OWNER, "export the books")
     await telegram.await_sent(OWNER, 1)

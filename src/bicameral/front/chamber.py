@@ -22,7 +22,8 @@ from bicameral.failures import failure_sentence
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
-from bicameral.models.base import Message, Model, ModelError, TextBlock, complete
+from bicameral.models.base import Completion, Message, Model, ModelError, TextBlock, complete
+from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor, TaskBus
 from bicameral.tasks.store import TaskStore
@@ -76,6 +77,7 @@ class FrontChamber:
             retry_delay=settings.task_retry_delay_seconds,
         )
         self._template = prompts.load("front.md")
+        self._retry = FireRetry.from_settings(settings)
         self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
         self._notes_loop: asyncio.Task[None] | None = None
         self._last_note: dict[str, float] = {}
@@ -117,11 +119,24 @@ class FrontChamber:
         situation = TextBlock(text=f"<situation>\n{self._context(turn, waiting)}\n</situation>")
         remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
         user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch)])
-        try:
-            completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
-        except ModelError as exc:
-            log.warning("front model failed (%s): %s", exc.kind, exc)
-            await self.delivery.say(turn.chat, describe_model_error(exc), reply_to=turn.reply_anchor, turn=turn.turn_id)
+        schedule_id = scheduled_task(turn.batch)
+
+        async def attempt(_: Completion | ModelError | None) -> Completion | ModelError:
+            try:
+                return await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
+            except ModelError as exc:
+                log.warning("front model failed (%s): %s", exc.kind, exc)
+                return exc
+
+        if schedule_id is None:
+            completion, tries = await attempt(None), 1
+        else:  # nobody is waiting on a scheduled task: worth a patient retry before telling them it failed
+            completion, tries = await self._retry.run(attempt, lambda c: isinstance(c, ModelError), sleep=self._sleep)
+        if isinstance(completion, ModelError):
+            text = describe_model_error(completion)
+            if schedule_id is not None:
+                text = gave_up(schedule_id, text, tries, self._stores.schedules)
+            await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, turn=turn.turn_id)
             return
         actions = FrontActions(turn, self.bus, self.delivery, self._schedule_followup, self._clock)
         for call in completion.tool_calls:

@@ -13,6 +13,7 @@ spoke after it was set or it is so late that the thought has gone cold.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -25,6 +26,13 @@ from bicameral.types import Perform
 log = logging.getLogger(__name__)
 
 REMINDER_PREFIX = "⏰ Reminder: "
+_FIRE_ID = re.compile(r"schedule-(\d+)-fire-\d+")
+
+
+def fired_schedule(inbound: Inbound) -> int | None:
+    """The schedule whose fire this synthetic message is, or None for anything else."""
+    found = _FIRE_ID.fullmatch(inbound.message_id) if inbound.kind == "synthetic" else None
+    return int(found.group(1)) if found else None
 
 
 class FireDelivery:
