@@ -188,7 +188,10 @@ class App:
             cron=settings.self_reflection_cron, now=self._clock(),
         )
         # Through the outbox: once a reminder is recorded there, its delivery survives retries and restarts.
-        delivery = FireDelivery(self.outbox.perform, self.stores.messages, self.conversation.submit)
+        delivery = FireDelivery(
+            self.outbox.perform, self.stores.messages, self.conversation.submit,
+            followup_stale_after_seconds=settings.away_after_seconds,
+        )
         return Scheduler(self.stores.schedules, delivery, clock=self._clock)
 
     def _model(self, given: Model | None, ref: str) -> Model:

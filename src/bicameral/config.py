@@ -158,6 +158,10 @@ class Settings(BaseSettings):
     timezone: str = "UTC"  # the owner's IANA zone; anyone else's until they set theirs with /timezone
     schedules_per_user: int = Field(default=50, ge=1)
     schedule_min_interval_seconds: float = Field(default=300.0, ge=1)  # refuses "every second"
+    # A scheduled task whose run fails (model or executor error) is tried this many times in all, with backoff.
+    schedule_task_attempts: int = Field(default=3, ge=1)
+    schedule_retry_base_seconds: float = Field(default=30.0, gt=0)
+    schedule_retry_cap_seconds: float = Field(default=600.0, gt=0)
     self_reflection: bool = False  # the daily review that proposes lessons to the owner (needs owner_id)
     self_reflection_cron: str = "0 0 * * *"  # when it runs, on UTC
 

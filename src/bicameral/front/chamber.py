@@ -23,8 +23,9 @@ from bicameral.failures import failure_sentence
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
-from bicameral.models.base import Message, Model, ModelError, TextBlock, complete
+from bicameral.models.base import Completion, Message, Model, ModelError, TextBlock, complete
 from bicameral.sandbox.artifacts import available
+from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
 from bicameral.tasks.bus import Executor, TaskBus
 from bicameral.tasks.store import TaskStore
@@ -78,10 +79,11 @@ class FrontChamber:
             retry_delay=settings.task_retry_delay_seconds,
         )
         self._template = prompts.load("front.md")
+        self._retry = FireRetry.from_settings(settings)
         self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
-        self._followups: dict[str, asyncio.Task[None]] = {}
         self._notes_loop: asyncio.Task[None] | None = None
         self._last_note: dict[str, float] = {}
+        self._delivering: set[str] = set()  # results being worded now: a turn's catch-up must not send them too
 
     # --- TurnHandler ---
 
@@ -93,9 +95,8 @@ class FrontChamber:
         self._notes_loop = asyncio.create_task(self._status_notes())
 
     async def stop(self) -> None:
-        for task in [self._notes_loop, *self._followups.values()]:
-            if task is not None:
-                task.cancel()
+        if self._notes_loop is not None:
+            self._notes_loop.cancel()
         await self.bus.close()
         await self._executor.stop()
         if self._extractor is not None:
@@ -109,22 +110,35 @@ class FrontChamber:
         self._stores.kv.set(_RESET_KEY + chat, repr(self._clock()))
 
     async def interrupt(self, chat: str) -> bool:
-        self._cancel_followup(chat)
+        self._stores.schedules.drop_followup(chat)
         stopped = [await self.bus.cancel(task.id) for task in self.bus.open_tasks(chat)]
         return bool(stopped)
 
     async def handle(self, turn: Turn) -> None:
-        self._cancel_followup(turn.chat)
+        waiting = self._stores.schedules.drop_followup(turn.chat)  # they spoke: the question is not asked
         # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
         system = self._template.format(bot_name=self._settings.bot_name)
-        situation = TextBlock(text=f"<situation>\n{self._context(turn)}\n</situation>")
+        situation = TextBlock(text=f"<situation>\n{self._context(turn, waiting)}\n</situation>")
         remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
         user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch)])
-        try:
-            completion = await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
-        except ModelError as exc:
-            log.warning("front model failed (%s): %s", exc.kind, exc)
-            await self.delivery.say(turn.chat, describe_model_error(exc), reply_to=turn.reply_anchor, turn=turn.turn_id)
+        schedule_id = scheduled_task(turn.batch)
+
+        async def attempt(_: Completion | ModelError | None) -> Completion | ModelError:
+            try:
+                return await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
+            except ModelError as exc:
+                log.warning("front model failed (%s): %s", exc.kind, exc)
+                return exc
+
+        if schedule_id is None:
+            completion, tries = await attempt(None), 1
+        else:  # nobody is waiting on a scheduled task: worth a patient retry before telling them it failed
+            completion, tries = await self._retry.run(attempt, lambda c: isinstance(c, ModelError), sleep=self._sleep)
+        if isinstance(completion, ModelError):
+            text = describe_model_error(completion)
+            if schedule_id is not None:
+                text = gave_up(schedule_id, text, tries, self._stores.schedules)
+            await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, turn=turn.turn_id)
             return
         actions = FrontActions(
             turn, self.bus, self.delivery, self._schedule_followup, self._clock, turn.tool_context(self._settings, self._stores)
@@ -148,7 +162,7 @@ class FrontChamber:
                 return
             await self._deliver(task)
         elif event.kind is EventKind.FAILED:
-            await self._say(task, f"I couldn't finish {task.name}: {task.error or failure_sentence(None)}", delivered=True)
+            await self._deliver(task)
         elif event.kind is EventKind.RETRYING:
             seconds = max(5, int(self.bus.retry_delay))
             await self._say(task, f"Hit a snag with {task.name}, retrying (~{seconds}s).")
@@ -156,6 +170,22 @@ class FrontChamber:
     # --- delivery paths ---
 
     async def _deliver(self, task: Task, *, finished_ago: str | None = None) -> None:
+        """Tell the chat a finished task's outcome once: never twice, even when a turn catches up meanwhile."""
+        if task.id in self._delivering:
+            return
+        self._delivering.add(task.id)
+        try:
+            current = self._tasks.get(task.id)
+            # The mark is durable (set when the words are in the outbox), so a restart never repeats one.
+            if current is not None and current.delivered_at is None:
+                await self._word(current, finished_ago)
+        finally:
+            self._delivering.discard(task.id)
+
+    async def _word(self, task: Task, finished_ago: str | None) -> None:
+        if task.state is TaskState.FAILED:
+            await self._say(task, f"I couldn't finish {task.name}: {task.error or failure_sentence(None)}", delivered=True)
+            return
         result = task.result or ""
         files = [a for a in task.artifacts if available(self._settings.data_dir, a)]
         if task.artifacts and (not result.strip() or result == NOTHING_TO_REPORT):
@@ -177,8 +207,7 @@ class FrontChamber:
     async def _deliver_waiting(self, chat: str) -> None:
         """Results that finished while the user was away, reintroduced now that they are back."""
         for task in self._tasks.undelivered(chat):
-            if task.state is TaskState.COMPLETED:
-                await self._deliver(task, finished_ago=ago(self._clock() - (task.finished_at or task.updated_at)))
+            await self._deliver(task, finished_ago=ago(self._clock() - (task.finished_at or task.updated_at)))
 
     async def _say(self, task: Task, text: str, *, delivered: bool = False, files: Sequence[SendFile] = ()) -> None:
         """Tell the task's chat; with `delivered`, the task counts as delivered once the words are in the outbox."""
@@ -193,7 +222,7 @@ class FrontChamber:
 
     # --- context ---
 
-    def _context(self, turn: Turn) -> str:
+    def _context(self, turn: Turn, followup_waiting: bool) -> str:
         now = self._clock()
         since = float(self._stores.kv.get(_RESET_KEY + turn.chat) or 0)
         row_ids = {i.row_id for i in turn.batch}
@@ -226,7 +255,7 @@ class FrontChamber:
             lines.append("<finished_while_away> (they will be delivered right after your reply; just greet, don't repeat them)")
             lines += [f"- {t.name}, finished {ago(now - (t.finished_at or t.updated_at))}" for t in waiting]
             lines.append("</finished_while_away>")
-        if turn.chat in self._followups:
+        if followup_waiting:
             lines.append("<pending_followup>you were waiting for the user to finish a thought</pending_followup>")
         last_out = next((m for m in reversed(history) if m["direction"] == "out"), None)
         if last_out:
@@ -240,19 +269,10 @@ class FrontChamber:
     # --- follow-ups and status notes ---
 
     def _schedule_followup(self, chat: str, question: str) -> None:
-        self._cancel_followup(chat)
+        """A schedule, not a sleeping task: the question survives a restart and the scheduler's one timer asks it."""
+        now = self._clock()
         delay = self._settings.burst_followup_seconds * self._rng.uniform(0.75, 1.25)
-        self._followups[chat] = asyncio.create_task(self._followup(chat, question, delay))
-
-    async def _followup(self, chat: str, question: str, delay: float) -> None:
-        await self._sleep(delay)
-        self._followups.pop(chat, None)
-        await self.delivery.say(chat, question)
-
-    def _cancel_followup(self, chat: str) -> None:
-        pending = self._followups.pop(chat, None)
-        if pending is not None:
-            pending.cancel()
+        self._stores.schedules.set_followup(chat, question, due=now + delay, now=now)
 
     async def _status_notes(self) -> None:
         """While a long task runs, tell its chat how it is going every status interval (real signals)."""

@@ -6,11 +6,14 @@ once would be a thousand model calls. Going through the router keeps it in the c
 (recorded as sent, so later turns see it). A task needs thinking, so it enters as a synthetic inbound
 message through the same inbox as a person's: persisted as pending first (a crash replays it), then
 answered by whichever chamber runs the chat (a turn in single mode; the front hands it to the back).
+A follow-up (the front's question for someone who went quiet mid-thought) is sent as is, unless they
+spoke after it was set or it is so late that the thought has gone cold.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -23,6 +26,13 @@ from bicameral.types import Perform
 log = logging.getLogger(__name__)
 
 REMINDER_PREFIX = "⏰ Reminder: "
+_FIRE_ID = re.compile(r"schedule-(\d+)-fire-\d+")
+
+
+def fired_schedule(inbound: Inbound) -> int | None:
+    """The schedule whose fire this synthetic message is, or None for anything else."""
+    found = _FIRE_ID.fullmatch(inbound.message_id) if inbound.kind == "synthetic" else None
+    return int(found.group(1)) if found else None
 
 
 class FireDelivery:
@@ -33,13 +43,17 @@ class FireDelivery:
         submit: Callable[[Inbound], Awaitable[None]],
         *,
         late_after_seconds: float = 60.0,
+        followup_stale_after_seconds: float = 1800.0,
     ) -> None:
         self._perform = perform
         self._messages = messages
         self._submit = submit
         self._late_after = late_after_seconds
+        self._followup_stale_after = followup_stale_after_seconds
 
     async def __call__(self, fire: Fire) -> bool:
+        if fire.kind == "followup":
+            return await self._follow_up(fire)
         late = ""
         if fire.late_by > self._late_after:
             late = f" (late by {lateness(fire.late_by)}: I was offline when it was due)"
@@ -68,3 +82,16 @@ class FireDelivery:
         if row_id is not None:
             await self._submit(replace(inbound, row_id=row_id))
         return True
+
+    async def _follow_up(self, fire: Fire) -> bool:
+        spoke = self._messages.last_inbound_at(fire.chat)
+        if fire.set_at is not None and spoke is not None and spoke > fire.set_at:
+            log.info("follow-up in %s dropped: the user spoke after it was set", fire.chat)
+            return True
+        if fire.late_by > self._followup_stale_after:
+            log.info("follow-up in %s dropped: %s late", fire.chat, lateness(fire.late_by))
+            return True
+        result = await self._perform(SendText(chat=fire.chat, text=fire.body))
+        if not result.ok:
+            log.warning("follow-up to %s not sent: %s", fire.chat, result.error)
+        return result.ok

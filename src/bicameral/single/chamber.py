@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from bicameral import prompts
 from bicameral.agent.failures import describe_model_error, describe_stop
-from bicameral.agent.runner import NativeRunner
+from bicameral.agent.runner import NativeRunner, RunResult
 from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
 from bicameral.conversation.compaction import Compactor
@@ -17,7 +18,9 @@ from bicameral.conversation.progress import ProgressNote
 from bicameral.conversation.turn import Turn
 from bicameral.events import SendText
 from bicameral.models.base import MESSAGES, Message, ToolCall
+from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
+from bicameral.types import Sleep
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +28,12 @@ log = logging.getLogger(__name__)
 class SingleChamber:
     """The TurnHandler for `single` mode."""
 
-    def __init__(self, settings: Settings, stores: Stores, runner: NativeRunner) -> None:
+    def __init__(self, settings: Settings, stores: Stores, runner: NativeRunner, *, sleep: Sleep = asyncio.sleep) -> None:
         self._settings = settings
         self._stores = stores
         self._runner = runner
+        self._sleep = sleep
+        self._retry = FireRetry.from_settings(settings)
         self._template = prompts.load("single.md")
         extractor = FactExtractor(runner.model, stores.memory)
         self._extractor = extractor if settings.memory_extraction else None
@@ -71,9 +76,18 @@ class SingleChamber:
             async def on_tool(call: ToolCall) -> None:
                 await progress.step(call.summary())
 
-            result = await self._runner.run(
-                self.system_prompt(turn), transcript, ctx, lambda: envelope(turn.drain_injected()) or None, on_tool=on_tool
-            )
+            async def attempt(failed: RunResult | None) -> RunResult:
+                # A retry builds on the failed run's transcript: tool steps it finished are not repeated.
+                messages = failed.messages if failed is not None else transcript
+                return await self._runner.run(
+                    self.system_prompt(turn), messages, ctx, lambda: envelope(turn.drain_injected()) or None, on_tool=on_tool
+                )
+
+            schedule_id = scheduled_task(turn.batch)
+            if schedule_id is None:
+                result, tries = await attempt(None), 1
+            else:
+                result, tries = await self._retry.run(attempt, lambda r: r.error is not None, sleep=self._sleep)
         except BaseException:
             if transcript:
                 self._save(turn.chat, transcript + [Message.assistant("(the turn was interrupted)")])
@@ -82,6 +96,8 @@ class SingleChamber:
             await progress.close()
         if result.error is not None:
             reply = describe_model_error(result.error)
+            if schedule_id is not None:
+                reply = gave_up(schedule_id, reply, tries, self._stores.schedules)
             self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])
         else:
             reply = result.text

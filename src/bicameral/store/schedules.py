@@ -1,4 +1,8 @@
-"""The schedules, schedule_fires and user_timezones tables: what is due when, and each fire until delivered."""
+"""The schedules, schedule_fires and user_timezones tables: what is due when, and each fire until delivered.
+
+A `followup` is the front's own question for a user who went quiet mid-thought: a schedule so it survives a
+restart, but not the user's, so it is never listed, looked up by number or counted against a limit.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Literal
 
 from bicameral.store.db import Database
 
-Kind = Literal["text", "task"]
+Kind = Literal["text", "task", "followup"]
 State = Literal["active", "paused", "done"]
 
 
@@ -40,6 +44,7 @@ class Schedule:
     next_due: float | None
     last_fired: float | None
     protected: str | None
+    created_at: float = 0.0
 
     @property
     def recurring(self) -> bool:
@@ -57,6 +62,7 @@ class Fire:
     body: str
     due_at: float
     fired_at: float
+    set_at: float | None = None  # when the schedule was set (None for fires recorded before it was kept)
 
     @property
     def late_by(self) -> float:
@@ -98,7 +104,9 @@ class ScheduleStore:
         with self._db.tx() as conn:
             if limit is not None:
                 live = conn.execute(
-                    "SELECT COUNT(*) FROM schedules WHERE creator = ? AND state != 'done' AND protected IS NULL", (creator,)
+                    """SELECT COUNT(*) FROM schedules WHERE creator = ? AND state != 'done' AND protected IS NULL
+                       AND kind != 'followup'""",
+                    (creator,),
                 ).fetchone()[0]
                 if live >= limit:
                     raise ScheduleLimitError(f"{creator} has {live} schedules (limit {limit})")
@@ -124,7 +132,8 @@ class ScheduleStore:
         self._changed()
 
     def get(self, schedule_id: int) -> Schedule | None:
-        row = self._db.query_one("SELECT * FROM schedules WHERE id = ?", (schedule_id,))
+        """The user's schedule with this number (a follow-up is not one)."""
+        row = self._db.query_one("SELECT * FROM schedules WHERE id = ? AND kind != 'followup'", (schedule_id,))
         return _schedule(row) if row else None
 
     def by_key(self, protected: str) -> Schedule | None:
@@ -133,7 +142,7 @@ class ScheduleStore:
 
     def live(self, chat: str | None = None, limit: int = 200) -> list[Schedule]:
         """Active and paused schedules, soonest first; of one chat, or of all when `chat` is None."""
-        where = "state != 'done'" + (" AND chat = ?" if chat is not None else "")
+        where = "state != 'done' AND kind != 'followup'" + (" AND chat = ?" if chat is not None else "")
         rows = self._db.query(
             f"SELECT * FROM schedules WHERE {where} ORDER BY next_due IS NULL, next_due, id LIMIT ?",
             (chat, limit) if chat is not None else (limit,),
@@ -215,6 +224,39 @@ class ScheduleStore:
             self._changed()
         return bool(done)
 
+    # --- follow-ups ---
+
+    def set_followup(self, chat: str, question: str, *, due: float, now: float) -> None:
+        """Ask `question` in `chat` at `due` unless the user speaks first; replaces the chat's earlier one."""
+        with self._db.tx() as conn:
+            # Earlier ones go: a fire already recorded keeps its own copy of what was asked.
+            conn.execute("DELETE FROM schedules WHERE chat = ? AND kind = 'followup'", (chat,))
+            conn.execute(
+                """INSERT INTO schedules (chat, creator, kind, body, tz, next_due, created_at)
+                   VALUES (?, ?, 'followup', ?, 'UTC', ?, ?)""",
+                (chat, chat, question, due, now),
+            )
+        self._changed()
+
+    def followup(self, chat: str) -> Schedule | None:
+        """The chat's follow-up question still waiting to be asked."""
+        row = self._db.query_one(
+            "SELECT * FROM schedules WHERE chat = ? AND kind = 'followup' AND state = 'active'", (chat,)
+        )
+        return _schedule(row) if row else None
+
+    def drop_followup(self, chat: str) -> bool:
+        """The user spoke (or stopped us): the waiting question is not asked; True if one was waiting."""
+        with self._db.tx() as conn:
+            dropped = conn.execute(
+                """UPDATE schedules SET state = 'done', next_due = NULL
+                   WHERE chat = ? AND kind = 'followup' AND state = 'active'""",
+                (chat,),
+            ).rowcount
+        if dropped:
+            self._changed()
+        return bool(dropped)
+
     # --- fires ---
 
     def fire(self, schedule: Schedule, *, now: float, next_due: float | None) -> Fire | None:
@@ -231,14 +273,14 @@ class ScheduleStore:
                 return None
             assert schedule.next_due is not None
             cursor = conn.execute(
-                """INSERT INTO schedule_fires (schedule_id, chat, creator, private, kind, body, due_at, fired_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                """INSERT INTO schedule_fires (schedule_id, chat, creator, private, kind, body, due_at, fired_at, set_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (schedule.id, schedule.chat, schedule.creator, int(schedule.private), schedule.kind, schedule.body,
-                 schedule.next_due, now),
+                 schedule.next_due, now, schedule.created_at),
             )
             fire_id = int(cursor.lastrowid or 0)
         return Fire(fire_id, schedule.id, schedule.chat, schedule.creator, schedule.private, schedule.kind,
-                    schedule.body, schedule.next_due, now)
+                    schedule.body, schedule.next_due, now, schedule.created_at)
 
     def pending_fires(self) -> list[Fire]:
         rows = self._db.query("SELECT * FROM schedule_fires WHERE status = 'pending' ORDER BY id")
@@ -272,7 +314,7 @@ def _schedule(row: sqlite3.Row) -> Schedule:
     return Schedule(
         id=row["id"], chat=row["chat"], creator=row["creator"], private=bool(row["private"]), kind=row["kind"],
         body=row["body"], cron=row["cron"], tz=row["tz"], state=row["state"], next_due=row["next_due"],
-        last_fired=row["last_fired"], protected=row["protected"],
+        last_fired=row["last_fired"], protected=row["protected"], created_at=row["created_at"],
     )
 
 
@@ -280,4 +322,5 @@ def _fire(row: sqlite3.Row) -> Fire:
     return Fire(
         id=row["id"], schedule_id=row["schedule_id"], chat=row["chat"], creator=row["creator"],
         private=bool(row["private"]), kind=row["kind"], body=row["body"], due_at=row["due_at"], fired_at=row["fired_at"],
+        set_at=row["set_at"],
     )
