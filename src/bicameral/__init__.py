@@ -1,1 +1,5 @@
 """bicameral: a two-chamber personal assistant for chat."""
+
+from bicameral.imports import skip_never_used
+
+skip_never_used()

@@ -101,9 +101,10 @@ class Settings(BaseSettings):
     # --- conversation engine ---
     debounce_ms: int = Field(default=1500, ge=0)
     typing_interval_seconds: float = Field(default=4.0, gt=0)
-    # Providers meter requests and tokens per minute, not connections: the cap bounds memory and
-    # the Bot API client's open connections (a 200-chat burst runs in waves).
-    max_concurrent_turns: int = Field(default=64, ge=1)
+    # Providers meter requests and tokens per minute, not concurrent requests (a 429 is retried), and a
+    # running turn costs about 0.1 MB: the cap only guards against runaway load, so a burst of a few
+    # hundred chats runs in one wave. Bot API calls have their own, smaller, in-flight cap.
+    max_concurrent_turns: int = Field(default=256, ge=1)
     max_inbound_chars: int = Field(default=16000, ge=100)
     rate_limit_per_min: int = Field(default=20, ge=0)
     send_retry_base_seconds: float = Field(default=1.0, gt=0)

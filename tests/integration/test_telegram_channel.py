@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bicameral.channels.telegram import TelegramChannel
+from bicameral.channels.telegram.actions import IN_FLIGHT
 from bicameral.channels.telegram.media import MAX_NAME_CHARS, safe_name
 from bicameral.config import Settings
 from bicameral.errors import ChannelStartError
@@ -510,6 +511,42 @@ async def test_react_typing_edit_delete(fake: FakeTelegram, channel: TelegramCha
 
     assert (await channel.perform(DeleteMessage(chat, mid))).ok
     assert fake.sent_messages(DM)[0]["deleted"] is True
+
+
+async def test_typing_is_not_repeated_while_it_still_shows(fake: FakeTelegram, settings: Settings) -> None:
+    now = [1000.0]
+    channel = TelegramChannel(settings, sleep=SleepRecorder(), clock=lambda: now[0])
+    chat = f"telegram:{DM}"
+    try:
+        assert (await channel.perform(Typing(chat))).ok
+        assert (await channel.perform(Typing(chat))).ok  # back to back: still showing, nothing sent
+        assert len(fake.chat_actions(DM)) == 1
+        assert (await channel.perform(SendText(chat, "here you go"))).ok  # a message ends the indicator
+        assert (await channel.perform(Typing(chat))).ok
+        assert len(fake.chat_actions(DM)) == 2
+        now[0] += settings.typing_interval_seconds  # the refresh the turn sends once per interval
+        assert (await channel.perform(Typing(chat))).ok
+        assert len(fake.chat_actions(DM)) == 3
+    finally:
+        await channel.stop()
+
+
+async def test_a_burst_of_calls_queues_in_order_and_typing_gives_way(fake: FakeTelegram, channel: TelegramChannel) -> None:
+    chats = [DM + i for i in range(IN_FLIGHT + 4)]
+    releases = [fake.hold("sendMessage", chat) for chat in chats]
+    sends = [asyncio.create_task(channel.perform(SendText(f"telegram:{chat}", f"hi {chat}"))) for chat in chats]
+    try:
+        await eventually(lambda: len(fake.calls_to("sendMessage")) >= IN_FLIGHT, what=f"{IN_FLIGHT} calls in flight")
+        # Every slot is busy: a typing indicator is cosmetic, so it is skipped rather than queued.
+        assert (await channel.perform(Typing(f"telegram:{GROUP}"))).ok
+        assert fake.chat_actions(GROUP) == []
+        assert len(fake.calls_to("sendMessage")) == IN_FLIGHT  # the rest wait their turn in the channel
+    finally:
+        for release in releases:
+            release.set()
+    results = await asyncio.gather(*sends)
+    assert all(result.ok for result in results)
+    assert {m["chat"]["id"] for chat in chats for m in fake.sent_messages(chat)} == set(chats)
 
 
 async def test_platform_errors_are_results_not_exceptions(fake: FakeTelegram, channel: TelegramChannel) -> None:

@@ -12,7 +12,7 @@ SRC = Path(bicameral.__file__).parent
 # Bottom to top. A module may import its own package or any package of a lower layer, never one
 # of its own layer or above. Top-level modules count as packages of their own.
 LAYERS: list[set[str]] = [
-    {"events", "errors", "config", "redaction"},  # vocabulary
+    {"events", "errors", "config", "redaction", "imports"},  # vocabulary, and what never loads
     {"types", "backoff", "observe", "prompts", "failures"},  # shared shapes, retry schedule, logging, prompts, failure sentences
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools

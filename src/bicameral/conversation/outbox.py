@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from bicameral.backoff import backoff_delay
 from bicameral.conversation.router import ActionRouter
 from bicameral.events import Action, ActionResult, SendFile, SendText, Typing
-from bicameral.store.outbox import GIVEN_UP, PENDING, SENT, Message, OutboxEntry, OutboxStore
+from bicameral.store.outbox import GIVEN_UP, SENT, Message, OutboxEntry, OutboxStore
 
 log = logging.getLogger(__name__)
 
@@ -101,20 +101,21 @@ class Outbox:
         try:
             async with self._lock(chat):
                 for index, entry in enumerate(entries):
-                    state = self._store.state_of(entry.id)
-                    if state != PENDING:  # a drain that held the chat before us already took it
+                    head = self._store.head(chat)
+                    if head is None or head.id > entry.id:  # a drain that held the chat before us already took it
+                        state = self._store.state_of(entry.id)
                         results[index] = ActionResult(ok=True) if state == SENT else ActionResult.failed("not delivered")
                         continue
-                    head = self._store.head(chat)
                     # Only a message that is first in line and due now goes out on the caller's time.
-                    if head is None or head.id != entry.id or entry.not_before > self._clock():
+                    if head.id != entry.id or entry.not_before > self._clock():
                         break
                     results[index] = await self._attempt(head)
                 if not results[0].queued and results[-1].queued:
                     # The next part is waiting out its pause: show the user more is coming.
                     await self._router.perform(Typing(chat=chat, thread_id=actions[0].thread_id))
         finally:
-            self._wake.set()  # what is left (or was cut short by a cancel) is the loop's to send
+            if any(result.queued for result in results):
+                self._wake.set()  # what is left (or was cut short by a cancel) is the loop's to send
         return results
 
     async def flush(self) -> None:
@@ -176,11 +177,9 @@ class Outbox:
     def _dispatch(self) -> float | None:
         """Start draining every chat whose first message is due; seconds until the next one falls due."""
         now = self._clock()
-        heads: dict[str, OutboxEntry] = {}
-        for entry in self._store.pending():
-            heads.setdefault(entry.chat, entry)
         wait: float | None = None
-        for chat, head in heads.items():
+        for head in self._store.heads():
+            chat = head.chat
             if self._lock(chat).locked() or (chat in self._drains and not self._drains[chat].done()):
                 continue  # whoever holds the chat wakes the loop when done
             if head.not_before <= now:

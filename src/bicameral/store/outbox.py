@@ -56,6 +56,15 @@ class OutboxStore:
         rows = self._db.query(f"SELECT {_COLUMNS} FROM outbox WHERE state = ? ORDER BY id", (PENDING,))
         return [_entry(row) for row in rows]
 
+    def heads(self) -> list[OutboxEntry]:
+        """Each chat's oldest unsent message: all the dispatcher needs, however long the queues behind them."""
+        rows = self._db.query(
+            f"SELECT {_COLUMNS} FROM outbox WHERE id IN "
+            "(SELECT MIN(id) FROM outbox WHERE state = ? GROUP BY chat) ORDER BY id",
+            (PENDING,),
+        )
+        return [_entry(row) for row in rows]
+
     def head(self, chat: str) -> OutboxEntry | None:
         """The chat's oldest unsent message: nothing of the chat may go out before it."""
         row = self._db.query_one(

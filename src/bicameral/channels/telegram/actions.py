@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -37,6 +39,9 @@ _TextCall = Callable[[str, ParseMode | None], Awaitable[T]]
 MAX_TEXT = 4096
 MAX_RETRIES = 3
 MAX_RETRY_AFTER = 60.0
+# Bot API calls in flight at once. The HTTP pool scans every waiting request on each hand-off, so a
+# burst of hundreds of calls queued there costs quadratic time; they queue here instead, in order.
+IN_FLIGHT = 16
 
 
 class ActionPerformer:
@@ -49,16 +54,22 @@ class ActionPerformer:
         *,
         sleep: Sleep,
         redact: Callable[[str], str] = str,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._bot = bot
         self._settings = settings
         self._sleep = sleep
         self._redact = redact
+        self._clock = clock
+        self._slots = asyncio.Semaphore(IN_FLIGHT)
+        self._typing_shown: dict[tuple[int, int | None], float] = {}  # (chat, thread) -> when typing was sent
 
     async def perform(self, action: Action) -> ActionResult:
         """Carry out `action`, reporting any Telegram, network or input problem in the result."""
         try:
             chat_id = telegram_chat_id(action.chat)
+            if not isinstance(action, Typing | React):
+                self._typing_ended(chat_id)
             if isinstance(action, SendText):
                 return await self._send_text(chat_id, action)
             if isinstance(action, EditText):
@@ -159,11 +170,30 @@ class ActionPerformer:
         return ActionResult(ok=True, message_ids=(action.message_id,))
 
     async def _typing(self, chat_id: int, action: Typing) -> ActionResult:
+        """Show "typing"; skipped while it still shows, and while every call slot is busy (it is cosmetic)."""
         thread = _optional_int(action.thread_id, "thread id")
-        await self._retrying(
-            lambda: self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
-        )
+        key = (chat_id, thread)
+        shown = self._typing_shown.get(key)
+        now = self._clock()
+        # Telegram shows "typing" for about 5 s or until our next message: a second one within half the
+        # refresh interval (the turn's and the delivery's, back to back) adds nothing.
+        fresh = shown is not None and now - shown < self._settings.typing_interval_seconds / 2
+        if fresh or self._slots.locked():
+            return ActionResult(ok=True)
+        self._typing_shown[key] = now
+        try:
+            await self._retrying(
+                lambda: self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
+            )
+        except BaseException:
+            self._typing_shown.pop(key, None)
+            raise
         return ActionResult(ok=True)
+
+    def _typing_ended(self, chat_id: int) -> None:
+        """A message from the bot ends its "typing" in every thread of the chat."""
+        for key in [key for key in self._typing_shown if key[0] == chat_id]:
+            del self._typing_shown[key]
 
     async def _send_file(self, chat_id: int, action: SendFile) -> ActionResult:
         path = self._inside_data_dir(action.path)
@@ -217,7 +247,8 @@ class ActionPerformer:
         """Run one API call, waiting out 429s (capped) up to MAX_RETRIES times."""
         for attempt in range(MAX_RETRIES + 1):
             try:
-                return await make()
+                async with self._slots:
+                    return await make()
             except RetryAfter as exc:
                 if attempt == MAX_RETRIES:
                     raise

@@ -36,7 +36,7 @@ BACKOFF_MAX = 30.0
 # within about a second, and an idle bot costs next to nothing.
 IDLE_INTERVAL = 1.0
 IDLE_FLOOR = 0.25
-CONNECTIONS = 256  # concurrent Bot API calls: every chat answering at once must not queue for a socket
+CONNECTIONS = 32  # the actions' in-flight cap, plus the long poll and file downloads
 BAD_TOKEN = "Telegram rejected the token: check BICAMERAL_TELEGRAM_TOKEN"
 CONFLICT = (
     "Telegram reports another process polling this bot token (409 Conflict): "
@@ -84,7 +84,7 @@ class TelegramChannel:
             get_updates_request=self._request,
         )
         self._media = AttachmentStore(self._bot, settings, redact=self._redact)
-        self._actions = ActionPerformer(self._bot, settings, sleep=sleep, redact=self._redact)
+        self._actions = ActionPerformer(self._bot, settings, sleep=sleep, redact=self._redact, clock=clock)
         self._identity: BotIdentity | None = None
         self._task: asyncio.Task[None] | None = None
         self._next_offset: int | None = None

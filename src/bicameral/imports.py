@@ -1,0 +1,34 @@
+"""Optional parts of third-party packages that the assistant never uses, kept from loading at all."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+
+# Each is tried at import time by a package we use, which falls back cleanly when it is missing:
+# httpx's command line (pulls in click, rich and pygments, ~5 MB), and the SDKs' aiohttp transports
+# (~9 MB of aiohttp wherever it is installed; we talk to providers over their default httpx client).
+NEVER_USED = ("httpx._main", "openai._vendor.httpx_aiohttp", "anthropic._vendor.httpx_aiohttp")
+
+
+def skip_never_used() -> None:
+    """Make importing the NEVER_USED modules fail, so the packages that try them take their fallbacks."""
+    for name in NEVER_USED:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None is how the import system spells "absent"
+
+
+def import_without(module: str, absent: tuple[str, ...]) -> ModuleType:
+    """Import `module` as if the packages in `absent` were not installed (unless already loaded elsewhere).
+
+    For try-imports of features we never use; the packages stay importable for everyone after.
+    """
+    hidden = [name for name in absent if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        return importlib.import_module(module)
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
