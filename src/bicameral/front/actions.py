@@ -16,6 +16,7 @@ from bicameral.events import Attachment, React
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import describe_status
 from bicameral.models.base import ToolCall, ToolSpec
+from bicameral.scheduler.retry import scheduled_task
 from bicameral.tasks.bus import TaskBus, TaskError
 from bicameral.tasks.task import Task
 from bicameral.tools.base import ToolContext
@@ -160,6 +161,7 @@ class FrontActions:
             origin_message=self.turn.reply_anchor,
             thread_id=self.turn.thread_id,
             attachments=self._burst_files(),
+            schedule_id=scheduled_task(self.turn.batch),
         )
         self._note_label(task, args.label)
         return f"spawned {task.id}"

@@ -30,11 +30,12 @@ class TaskStore:
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO tasks (id, chat, label, spec, context, state, parent_id, origin_message, thread_id,
-                                      created_at, updated_at, attachments)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                      created_at, updated_at, attachments, schedule_id)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (task.id, task.chat, task.label, self._redact(task.spec), self._redact(task.context),
                  task.state.value, task.parent_id,
-                 task.origin_message, task.thread_id, task.created_at, task.updated_at, _files_json(task.attachments)),
+                 task.origin_message, task.thread_id, task.created_at, task.updated_at, _files_json(task.attachments),
+                 task.schedule_id),
             )
 
     def get(self, task_id: str) -> Task | None:
@@ -148,6 +149,7 @@ def _task(row: sqlite3.Row) -> Task:
         delivered_at=row["delivered_at"],
         attachments=tuple(Attachment(**a) for a in json.loads(row["attachments"] or "[]")),
         artifacts=tuple(Artifact(**a) for a in json.loads(row["artifacts"] or "[]")),
+        schedule_id=row["schedule_id"],
     )
 
 
