@@ -85,6 +85,14 @@ class TaskStore:
         )
         return [_task(row) for row in rows]
 
+    def held_files(self) -> set[str]:
+        """The snapshots a result still to be sent points at: a task still open, or completed and not yet delivered."""
+        rows = self._db.query(
+            f"""SELECT artifacts FROM tasks WHERE artifacts != '[]' AND
+                (state IN {_OPEN} OR (state = 'completed' AND delivered_at IS NULL))"""
+        )
+        return {a["path"] for row in rows for a in json.loads(row["artifacts"])}
+
     def count(self, chat: str) -> int:
         row = self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))
         return int(row[0]) if row else 0
