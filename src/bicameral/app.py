@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import tempfile
@@ -30,6 +31,7 @@ from bicameral.models import REMOTE_PROVIDERS, build_model
 from bicameral.models.base import Model
 from bicameral.models.deferred import DeferredModel
 from bicameral.redaction import Redactor
+from bicameral.sandbox.artifacts import OUTGOING_DIR, discard, prune
 from bicameral.sandbox.runner import Sandbox
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
@@ -105,7 +107,9 @@ class App:
             retry_base=settings.send_retry_base_seconds,
             retry_cap=settings.send_retry_cap_seconds,
             give_up_after=settings.send_give_up_seconds,
+            release=functools.partial(discard, settings.data_dir),
         )
+        _prune_outgoing(settings, self.stores, self.tasks, self._clock())
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
         web: list[Tool[Any]] = [WebFetch.from_settings(settings), WebSearch.from_settings(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
@@ -315,6 +319,18 @@ def _open_stores(settings: Settings) -> Stores:
         raise ConfigError(
             f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"
         ) from None
+
+
+def _prune_outgoing(settings: Settings, stores: Stores, tasks: TaskStore, now: float) -> None:
+    """Copies of sent files a previous process left: gone once sent, or after the retention, unless still to be sent."""
+    root = settings.data_dir / OUTGOING_DIR
+    if not root.is_dir() or not any(root.iterdir()):
+        return  # the usual start: nothing to look up
+    keep = stores.outbox.file_paths(pending=True) | tasks.held_files()
+    finished = stores.outbox.file_paths(pending=False)
+    gone = prune(settings.data_dir, keep=keep, finished=finished, older_than=now - settings.outgoing_keep_days * 86400)
+    if gone:
+        log.info("deleted %d copies of sent files", gone)
 
 
 def configured_channels(settings: Settings) -> list[Channel]:

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 def backoff_delay(base: float, cap: float, attempt: int) -> float:
     """Seconds to wait before retry number `attempt` (1-based): `base`, doubling each time, at most `cap`."""
     return min(base * 2.0 ** max(attempt - 1, 0), cap)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many tries in all, and the backoff between them."""
+
+    attempts: int
+    base_seconds: float
+    cap_seconds: float
+
+    def delay(self, tries: int) -> float:
+        """Seconds to wait after the `tries`-th failed try."""
+        return backoff_delay(self.base_seconds, self.cap_seconds, tries)
 
 
 class Backoff:

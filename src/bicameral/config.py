@@ -138,6 +138,8 @@ class Settings(BaseSettings):
     # `send_file`: files one turn or task may send, and the size of each (Telegram's bots upload at most 50 MB).
     send_files_max: int = Field(default=10, ge=1, le=50)
     send_file_max_bytes: int = Field(default=20_000_000, ge=1024, le=50_000_000)
+    # A sent file's copy goes once it is out; one nothing still sends is deleted at start after this long.
+    outgoing_keep_days: float = Field(default=7.0, gt=0)
     web_fetch_max_bytes: int = Field(default=2_000_000, ge=1024)
     web_fetch_timeout_seconds: float = Field(default=20.0, gt=0)
     web_fetch_max_redirects: int = Field(default=5, ge=0, le=20)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from bicameral.store import Stores
-from tests.claude_code.conftest import MODEL, cc_overrides, sends
+from tests.claude_code.conftest import MODEL, SEND, cc_overrides, sends
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 
@@ -66,3 +66,46 @@ async def test_a_scheduled_task_runs_as_a_cli_turn_in_single_mode(telegram, mode
     await start_cc_bot()
     sent = await telegram.await_sent(OWNER, 1, timeout=60)
     assert sent[0]["text"] == "Digest: deploys ok"
+
+
+QUICK = dict(schedule_retry_base_seconds=0.05, schedule_retry_cap_seconds=0.2)
+
+
+def _main_turns(models) -> list[Request]:
+    """The requests of our own conversation that carry the scheduled task."""
+    return [r for r in models.requests if SEND in r.tool_names and "scheduled_task" in json.dumps(r.messages)]
+
+
+async def test_a_scheduled_cli_turn_that_fails_once_is_retried_and_its_answer_arrives(
+    telegram, models, start_cc_bot, make_settings, claude_bin
+):
+    # The pinned CLI asks twice with a rejected key, then ends its turn: the whole first turn fails.
+    failures = [Reply(error_status=401, error_message="invalid x-api-key")] * 2
+    answer = sends("Digest: deploys ok")
+
+    def decide(req: Request) -> Reply | str:
+        if SEND in req.tool_names and not req.tool_results() and failures:
+            return failures.pop()
+        return answer(req)
+
+    models.responder(decide)
+    _stored_task(make_settings(**cc_overrides(claude_bin, models, **QUICK)), "summarise this morning's deploys")
+    await start_cc_bot(**QUICK)
+    sent = await telegram.await_sent(OWNER, 1, timeout=60)
+    assert [m["text"] for m in sent] == ["Digest: deploys ok"]
+    assert telegram.sent_messages(OWNER) == sent, "no failure was reported for a run that recovered"
+
+
+async def test_a_scheduled_cli_turn_that_always_fails_is_reported_once_as_not_run(
+    telegram, models, start_cc_bot, make_settings, claude_bin
+):
+    models.responder(lambda req: Reply(error_status=401, error_message="invalid x-api-key") if SEND in req.tool_names
+                     else Reply(text="ok"))
+    schedule_id = _stored_task(make_settings(**cc_overrides(claude_bin, models, **QUICK)), "check the deploy")
+    app = await start_cc_bot(**QUICK, schedule_task_attempts=3)
+    [sent] = await telegram.await_sent(OWNER, 1, timeout=60)
+    assert sent["text"].startswith(f"Your scheduled task #{schedule_id} didn't run (I tried 3 times). ")
+    assert "credentials were rejected" in sent["text"] and "It runs again as planned, next on " in sent["text"]
+    assert len(_main_turns(models)) >= 3  # one CLI turn per try
+    schedule = app.stores.schedules.get(schedule_id)
+    assert schedule is not None and schedule.state == "active"

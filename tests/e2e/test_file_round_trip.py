@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
@@ -37,6 +39,18 @@ def _converter(final: str = "Converted groceries.csv to TSV: 2 rows."):
         return Reply(text=final)
 
     return reply
+
+
+def _copies(app) -> list:
+    """The snapshots of sent files still on disk."""
+    return [p for p in (app.settings.data_dir / "outgoing").rglob("*") if p.is_file()]
+
+
+def _age(app, days: float) -> None:
+    """Make every snapshot look `days` old, past the retention."""
+    then = time.time() - days * 86400
+    for path in _copies(app):
+        os.utime(path, (then, then))
 
 
 def _documents(telegram, chat: int = OWNER) -> list[dict]:
@@ -96,7 +110,7 @@ async def test_a_photo_reaches_the_back_task_as_an_image(telegram, models, start
 
 async def test_single_mode_sends_the_converted_file_in_the_turn(telegram, models, start_bot):
     models.responder(_converter("Done, here it is."), model="back")
-    await start_bot(mode="single")
+    app = await start_bot(mode="single")
     telegram.user_sends(OWNER, document=("groceries.csv", CSV.encode()), caption="convert this CSV to TSV")
     sent = await telegram.await_sent(OWNER, 2, timeout=30)
     assert [m["method"] for m in sent] == ["sendDocument", "sendMessage"]
@@ -104,6 +118,7 @@ async def test_single_mode_sends_the_converted_file_in_the_turn(telegram, models
     assert sent[1]["text"] == "Done, here it is."
     first = models.requests_for("back")[0]
     assert 'workspace_path=\\"groceries.csv\\"' in json.dumps(first.messages)
+    await _until(lambda: not _copies(app))  # sent: the copy is deleted
 
 
 async def test_a_result_with_files_held_while_away_survives_a_restart(telegram, models, start_bot):
@@ -132,13 +147,50 @@ async def test_a_result_with_files_held_while_away_survives_a_restart(telegram, 
     # The workspace copy may change or go; what the task chose to send was kept.
     for made in (app.settings.data_dir / "workspaces").glob("*/out/groceries.tsv"):
         made.write_text("overwritten")
-    await start_bot(**FAST, away_after_seconds=1.0)
+    _age(app, 30)  # far past the retention: only the held result keeps it
+    app = await start_bot(**FAST, away_after_seconds=1.0)
+    assert len(_copies(app)) == 1
     telegram.user_sends(OWNER, "hi again")
     sent = await telegram.await_sent(OWNER, 4, timeout=20)
     assert sent[1]["text"] == "welcome back!"
     assert "finished the tsv" in sent[2]["text"] and "2 rows" in sent[2]["text"]
     assert sent[3]["method"] == "sendDocument" and sent[3]["file_bytes"] == TSV.encode()
     assert len(_documents(telegram)) == 1
+    await _until(lambda: not _copies(app))
+
+
+async def test_a_file_still_to_send_across_a_restart_is_kept_until_it_is_out(telegram, models, start_bot):
+    models.responder(_converter("Done, here it is."), model="back")
+    telegram.fail_next("sendDocument", status=502)
+    app = await start_bot(mode="single", send_retry_base_seconds=2)
+    telegram.user_sends(OWNER, document=("groceries.csv", CSV.encode()), caption="convert this CSV to TSV")
+    await _until(lambda: any(e.attempts for e in app.stores.outbox.pending()))  # refused once, waiting to retry
+    await app.stop()
+    _age(app, 30)  # far past the retention: only the pending message keeps it
+    [copy] = _copies(app)
+    app = await start_bot(mode="single")
+    assert copy.read_bytes() == TSV.encode(), "kept at start: the outbox still sends it"
+    await _until(lambda: any(m["file_bytes"] == TSV.encode() for m in _documents(telegram)))
+    await _until(lambda: not _copies(app))
+
+
+async def test_at_start_copies_already_sent_or_past_the_retention_are_deleted(telegram, models, start_bot):
+    models.responder(_converter("Done, here it is."), model="back")
+    app = await start_bot(mode="single")
+    telegram.user_sends(OWNER, document=("groceries.csv", CSV.encode()), caption="convert this CSV to TSV")
+    await _until(lambda: len(_documents(telegram)) == 1 and not _copies(app))
+    [sent] = app.stores.outbox.file_paths(pending=False)
+    await app.stop()
+    data = app.settings.data_dir
+    left = data / sent  # as a crash between sending and deleting would leave it
+    old, young = data / "outgoing" / "telegram_1001" / "a1" / "old.txt", data / "outgoing" / "telegram_1001" / "b2" / "young.txt"
+    for path in (left, old, young):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    then = time.time() - 8 * 86400
+    os.utime(old, (then, then))
+    await start_bot(mode="single", outgoing_keep_days=7)
+    assert not left.exists() and not old.exists() and young.exists()
 
 
 async def test_hostile_file_paths_are_refused_while_other_chats_are_served(telegram, models, start_bot, make_settings, tmp_path):

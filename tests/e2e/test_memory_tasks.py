@@ -244,3 +244,29 @@ async def test_the_forget_tool_in_a_back_task_scrubs_that_task_and_later_calls(t
     assert "4471" not in _seen(models.requests_for("back")[-1])
     later_fronts = [r for r in models.requests_for("front") if "look up" in r.last_user_text()]
     assert later_fronts and all("4471" not in _seen(r) for r in later_fronts)
+
+
+async def test_the_front_forgets_without_a_task_and_later_front_calls_never_carry_it(telegram, models, start_bot):
+    def front(req: Request) -> Reply:
+        if _is_voice_pass(req):
+            return _voice_echo(req)
+        said = req.last_user_text().split("</situation>")[-1]
+        if "forget my locker code" in said:
+            return Reply(tool_calls=[ToolCall("forget", {"what": "locker code"}), ToolCall("reply", {"text": "Forgotten."})])
+        return Reply(tool_calls=[ToolCall("reply", {"text": "ok"})])
+
+    models.responder(front, model="front")
+    app = await start_bot(**FAST)
+    app.stores.memory.remember(f"user:telegram:{OWNER}", "Ada's locker code is 4471", importance=0.9)
+    telegram.user_sends(OWNER, "what is my locker code?")
+    await until_sent(telegram, OWNER, "ok")
+    assert "4471" in _seen(models.requests_for("front")[-1])  # injected before the forget ...
+    telegram.user_sends(OWNER, "please forget my locker code")
+    await until_sent(telegram, OWNER, "Forgotten.")
+    assert app.stores.memory.all([f"user:telegram:{OWNER}"]) == []
+    assert models.requests_for("back") == []  # done at once, no task
+
+    telegram.user_sends(OWNER, "so, what is my locker code?")
+    await _until(lambda: len(telegram.sent_messages(OWNER)) >= 3)
+    later = [r for r in models.requests_for("front") if "so, what is my locker code" in r.last_user_text()]
+    assert later and all("4471" not in _seen(r) for r in later)  # ... and never again after it

@@ -7,7 +7,7 @@ import time
 
 from bicameral.store import Stores
 from tests.conftest import OWNER
-from tests.fakes.model_server import Reply, ToolCall
+from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.chat import until_sent
 
 CHAT = f"telegram:{OWNER}"
@@ -72,3 +72,44 @@ async def test_in_two_chambers_a_front_failure_on_a_scheduled_task_is_retried(te
     await until_sent(telegram, OWNER, "Here you go: News on X: a calm day.")
     assert not any("overloaded" in t.lower() for t in _texts(telegram))
     assert "Summarise the news on X." in json.dumps(models.requests_for("back")[0].raw, ensure_ascii=False)
+
+
+def _front_spawns(models) -> None:
+    """The front hands the scheduled task to the back and voices whatever comes back."""
+
+    def front(req: Request) -> Reply:
+        said = req.last_user_text()
+        if "scheduled_task" in said:
+            return Reply(tool_calls=[ToolCall("spawn", {"spec": "Summarise the news on X.", "label": "news"})])
+        return Reply(text="Here you go: " + said.split("<result>")[-1].split("</result>")[0].strip())
+
+    models.responder(front, model="front")
+
+
+async def test_in_two_chambers_a_back_failure_on_a_scheduled_task_is_retried_quietly(
+    telegram, models, start_bot, make_settings
+):
+    _front_spawns(models)
+    models.script(Reply(error_status=500, error_message="kaboom"), Reply(text="News on X: a calm day."), model="back")
+    settings = {**FAST, **QUICK, "task_retry_delay_seconds": 30}  # the bus's own delay would outlast the test
+    _stored_task(make_settings(**settings), "summarise the news on X")
+    app = await start_bot(**settings)
+    await until_sent(telegram, OWNER, "Here you go: News on X: a calm day.")
+    assert not any("snag" in t.lower() or "kaboom" in t for t in _texts(telegram)), "nobody waits on a scheduled task"
+    [task] = app.tasks.for_chat(CHAT)
+    assert task.state.value == "completed" and task.attempts == 2
+
+
+async def test_in_two_chambers_a_scheduled_task_the_back_always_fails_is_tried_as_the_schedule_says(
+    telegram, models, start_bot, make_settings
+):
+    _front_spawns(models)
+    models.responder(lambda req: Reply(error_status=500, error_message="kaboom"), model="back")
+    settings = dict(**FAST, **QUICK, schedule_task_attempts=4, task_max_attempts=2)
+    schedule_id = _stored_task(make_settings(**settings), "summarise the news on X", cron="0 9 * * 1")
+    app = await start_bot(**settings)
+    sent = await telegram.await_sent(OWNER, 1)
+    text = sent[0]["text"]
+    assert text.startswith(f"Your scheduled task #{schedule_id} didn't run (I tried 4 times). ")
+    assert "It runs again as planned, next on Mon " in text and "kaboom" not in text
+    assert len(models.requests_for("back")) == 4 and app.tasks.for_chat(CHAT)[0].state.value == "failed"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bicameral.events import SendFile
-from bicameral.sandbox.artifacts import Artifact, Outgoing, available
+from bicameral.sandbox.artifacts import Artifact, Outgoing, available, discard, prune
 from bicameral.sandbox.workspace import workspace_for
 from tests.hands.test_files import TRAVERSALS
 
@@ -114,3 +114,19 @@ async def test_only_the_owner_may_send_files(registry, make_ctx, outbox):
     result = await registry.execute("send_file", {"path": "a.txt"}, ctx)
     assert result.is_error and "only for the owner" in result.content
     assert outbox.actions == []
+
+
+def test_deleting_a_sent_copy_touches_nothing_outside_the_outgoing_folder(tmp_path):
+    data = tmp_path / "data"
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    folder = data / "outgoing" / "telegram_1" / "abc"
+    folder.mkdir(parents=True)
+    os.symlink(outside, folder / "link.txt")
+    (folder / "sent.txt").write_text("x")
+    assert not discard(data, "outgoing/telegram_1/abc/link.txt") and outside.read_text() == "keep me"
+    for hostile in ("outgoing/../../precious.txt", "workspaces/telegram_1/a.txt", "/etc/hostname"):
+        assert not discard(data, hostile)
+    assert discard(data, "outgoing/telegram_1/abc/sent.txt") and not (folder / "sent.txt").exists()
+    assert prune(data, keep=set(), finished={"outgoing/telegram_1/abc/link.txt"}, older_than=0) == 0
+    assert outside.read_text() == "keep me"

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from bicameral.backoff import RetryPolicy
 from bicameral.store import Stores
 from bicameral.tasks.bus import TaskBus, TaskError
 from bicameral.tasks.store import TaskStore
@@ -173,6 +174,35 @@ async def test_a_failure_is_retried_once_then_reported(bus_and_events):
     await events.reach(task.id, EventKind.FAILED)
     assert events.kinds.count(EventKind.RETRYING) == 1 and events.kinds[-1] is EventKind.FAILED
     assert bus.get(task.id).error == "provider down"
+
+
+async def test_a_scheduled_task_s_failures_follow_the_schedule_s_retry_policy(tmp_path):
+    stores = Stores.open(tmp_path / "db.sqlite")
+    changes = Changes()
+    events = Events(changes)
+    executor = GateExecutor(changes)
+    executor.outcome = TaskOutcome(error_kind="server", error="provider down", retryable=True)
+    executor.release.set()
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    policy = RetryPolicy(attempts=4, base_seconds=30, cap_seconds=50)
+    bus = TaskBus(TaskStore(stores.db), executor, on_event=events, sleep=sleep, progress_interval=0, max_attempts=2,
+                  retry_delay=5, scheduled_retry=policy)
+    try:
+        scheduled = await bus.spawn("c:1", "the morning digest", schedule_id=7)
+        await events.reach(scheduled.id, EventKind.FAILED)
+        assert waits == [30, 50, 50] and bus.get(scheduled.id).attempts == 4
+        assert bus.get(scheduled.id).schedule_id == 7
+        waits.clear()
+        asked = await bus.spawn("c:1", "something the user asked for")
+        await events.reach(asked.id, EventKind.FAILED)
+        assert waits == [5] and bus.get(asked.id).attempts == 2  # the bus's own policy for everything else
+    finally:
+        await bus.close()
+        stores.close()
 
 
 async def test_open_tasks_resume_after_a_restart(tmp_path):

@@ -39,6 +39,7 @@ from bicameral.mcp.plugins import (
 )
 from bicameral.mcp.server import McpToolServer
 from bicameral.models.base import ImageBlock, TextBlock, summarize_call
+from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
@@ -99,6 +100,7 @@ class ClaudeCodeChamber:
         self._background: set[asyncio.Future[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._gave_up = False
+        self._retry = FireRetry.from_settings(settings)
         self._template = prompts.load("claude_code.md")
 
     # --- TurnHandler ---
@@ -170,8 +172,9 @@ class ClaudeCodeChamber:
             else:
                 await progress.step(summarize_call(our_name(event.name), event.input))
 
-        progress.start()
-        try:
+        async def attempt(failed: TurnOutcome | None) -> TurnOutcome:
+            if failed is not None and failed.failure is not None and failed.failure.recovery is Recovery.FRESH_SESSION:
+                await worker.reset_session()
             outcome = await worker.run_turn(first, ctx, drain=drain, on_event=on_event, may_restart=undelivered)
             if outcome.failure is not None and outcome.failure.retry:
                 # The stored session could not be reopened: the same turn once more, in a fresh one.
@@ -179,6 +182,20 @@ class ClaudeCodeChamber:
                 await worker.reset_session()
                 await self._say(turn, outcome.failure.message)
                 outcome = await worker.run_turn(first, ctx, drain=drain, on_event=on_event, may_restart=undelivered)
+            return outcome
+
+        def failed(outcome: TurnOutcome) -> bool:
+            # Worth another try only while nothing went out and the executor has not given up for good.
+            failure = outcome.failure
+            return failure is not None and failure.recovery is not Recovery.GIVE_UP and not worker.gave_up and undelivered()
+
+        schedule_id = scheduled_task(turn.batch)
+        progress.start()
+        try:
+            if schedule_id is None:
+                outcome, tries = await attempt(None), 1
+            else:  # nobody is waiting on a scheduled task: worth a patient retry before telling them it failed
+                outcome, tries = await self._retry.run(attempt, failed, sleep=self._sleep)
             last_text = outcome.final_text
             nudges = 0
             while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:
@@ -190,7 +207,8 @@ class ClaudeCodeChamber:
                 last_text = outcome.final_text or last_text
         finally:
             await progress.close()
-        await self._conclude(turn, ctx, worker, outcome, last_text)
+        scheduled = (schedule_id, tries) if schedule_id is not None else None
+        await self._conclude(turn, ctx, worker, outcome, last_text, scheduled)
         if outcome.ok:
             # After the answer is out, so it never waits for this.
             await compact_if_full(worker, ctx, outcome.context_tokens, self._settings.claude_code_compact_tokens)
@@ -202,11 +220,17 @@ class ClaudeCodeChamber:
         return outcome.ok and bool(outcome.texts) and not ctx.sent_message_ids
 
     async def _conclude(
-        self, turn: Turn, ctx: ToolContext, worker: ClaudeCodeWorker, outcome: TurnOutcome, last_text: str
+        self,
+        turn: Turn,
+        ctx: ToolContext,
+        worker: ClaudeCodeWorker,
+        outcome: TurnOutcome,
+        last_text: str,
+        scheduled: tuple[int, int] | None = None,
     ) -> None:
         failure = outcome.failure
         if failure is not None:
-            await self._report(turn, ctx, worker, failure, unfinished=outcome.unfinished)
+            await self._report(turn, ctx, worker, failure, unfinished=outcome.unfinished, scheduled=scheduled)
         elif outcome.stop_reason is not None:
             await self._say(turn, describe_stop(outcome.stop_reason))
         elif self._dropped_text(outcome, ctx):
@@ -217,8 +241,16 @@ class ClaudeCodeChamber:
             await self._say(turn, found.message if found is not None else last_text)
 
     async def _report(
-        self, turn: Turn, ctx: ToolContext, worker: ClaudeCodeWorker, failure: Failure, *, unfinished: bool = False
+        self,
+        turn: Turn,
+        ctx: ToolContext,
+        worker: ClaudeCodeWorker,
+        failure: Failure,
+        *,
+        unfinished: bool = False,
+        scheduled: tuple[int, int] | None = None,
     ) -> None:
+        """Tell the chat why its turn failed; for a scheduled task (its id, how often it was tried), say it didn't run."""
         log.warning("%s: turn failed (%s, %s): %s", turn.chat, failure.kind, failure.recovery.value, failure.detail[:300])
         if failure.recovery is Recovery.GIVE_UP or worker.gave_up:
             return  # everyone is told by the give-up notice
@@ -226,7 +258,11 @@ class ClaudeCodeChamber:
             return  # the answer got out before the process died: nothing untrue to correct
         if failure.recovery is Recovery.FRESH_SESSION:
             await worker.reset_session()
-        await self._say(turn, failure.message)
+        text = failure.message
+        if scheduled is not None:
+            schedule_id, tries = scheduled
+            text = gave_up(schedule_id, text, tries, self._stores.schedules)
+        await self._say(turn, text)
 
     async def _say(self, turn: Turn, text: str) -> None:
         await turn.perform(SendText(chat=turn.chat, text=text, reply_to=turn.reply_anchor, thread_id=turn.thread_id))

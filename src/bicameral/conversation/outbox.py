@@ -37,8 +37,10 @@ class Outbox:
         retry_cap: float = 300.0,
         give_up_after: float = 86400.0,
         clock: Callable[[], float] = time.time,
+        release: Callable[[str], object] | None = None,
     ) -> None:
         self._store = store
+        self._release = release  # deletes a sent file's snapshot
         self._router = router
         self._retry_base = retry_base
         self._retry_cap = retry_cap
@@ -144,6 +146,7 @@ class Outbox:
         if result.ok:
             self._originals.pop(entry.id, None)
             self._store.finish(entry.id, SENT)
+            self._done_with(entry)
             self._settled.set()
             return result
         error = result.error or "unknown error"
@@ -155,12 +158,25 @@ class Outbox:
             )
             self._originals.pop(entry.id, None)
             self._store.finish(entry.id, GIVEN_UP, error)
+            self._done_with(entry)
             self._settled.set()
             return result
         delay = max(backoff_delay(self._retry_base, self._retry_cap, entry.attempts + 1), result.retry_after)
         log.info("message %d to %s not accepted (%s); retrying in %.1fs", entry.id, entry.chat, error, delay)
         self._store.retry_later(entry.id, self._clock() + delay, error)
         return _QUEUED
+
+    def _done_with(self, entry: OutboxEntry) -> None:
+        """A file's snapshot goes once its message is sent or given up, unless another message still sends it."""
+        action = entry.action
+        if self._release is None or not isinstance(action, SendFile):
+            return
+        if action.path in self._store.file_paths(pending=True):
+            return
+        try:
+            self._release(action.path)
+        except OSError:  # a leftover copy is pruned on a later start; delivery must not fail over it
+            log.warning("could not delete the sent copy %s", action.path, exc_info=True)
 
     async def _run(self) -> None:
         while True:

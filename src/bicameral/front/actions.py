@@ -1,4 +1,4 @@
-"""The front's action tools (reply, react, remember, spawn, append, redirect, branch, cancel, status, wait_for_more)."""
+"""The front's action tools (reply, react, remember, forget, spawn, append, redirect, branch, cancel, status, wait_for_more)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from bicameral.events import Attachment, React
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import describe_status
 from bicameral.models.base import ToolCall, ToolSpec
+from bicameral.scheduler.retry import scheduled_task
 from bicameral.tasks.bus import TaskBus, TaskError
 from bicameral.tasks.task import Task
 from bicameral.tools.base import ToolContext
-from bicameral.tools.memory import Remember, RememberArgs
+from bicameral.tools.memory import Forget, ForgetArgs, Remember, RememberArgs
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,11 @@ _ACTIONS: dict[str, tuple[str, type[BaseModel]]] = {
         "Keep a durable fact the user told you (\"remember that I'm vegetarian\") for later conversations, "
         "at once and without a task. Same rules as the executor's remember.",
         RememberArgs,
+    ),
+    "forget": (
+        "Delete remembered facts for good when the user asks you to forget something (by id, or by words they "
+        "all contain), at once and without a task. Same rules as the executor's forget.",
+        ForgetArgs,
     ),
     "spawn": ("Start a background task on the executor. Returns its id.", SpawnArgs),
     "append": ("Add context to a running task (it takes effect at its next step).", AppendArgs),
@@ -139,6 +145,11 @@ class FrontActions:
             return "memory is not available in this conversation"
         return (await Remember().run(args, self.tools)).content
 
+    async def _forget(self, args: ForgetArgs) -> str:
+        if self.tools is None:
+            return "memory is not available in this conversation"
+        return (await Forget().run(args, self.tools)).content
+
     # --- tasks ---
 
     async def _spawn(self, args: SpawnArgs) -> str:
@@ -150,6 +161,7 @@ class FrontActions:
             origin_message=self.turn.reply_anchor,
             thread_id=self.turn.thread_id,
             attachments=self._burst_files(),
+            schedule_id=scheduled_task(self.turn.batch),
         )
         self._note_label(task, args.label)
         return f"spawned {task.id}"

@@ -68,6 +68,7 @@ class FrontChamber:
             sleep=sleep,
         )
         self._executor = executor
+        self._retry = FireRetry.from_settings(settings)
         self.bus = TaskBus(
             tasks,
             executor,
@@ -77,9 +78,9 @@ class FrontChamber:
             progress_interval=settings.progress_interval_seconds,
             max_attempts=settings.task_max_attempts,
             retry_delay=settings.task_retry_delay_seconds,
+            scheduled_retry=self._retry,
         )
         self._template = prompts.load("front.md")
-        self._retry = FireRetry.from_settings(settings)
         self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
         self._notes_loop: asyncio.Task[None] | None = None
         self._last_note: dict[str, float] = {}
@@ -163,7 +164,7 @@ class FrontChamber:
             await self._deliver(task)
         elif event.kind is EventKind.FAILED:
             await self._deliver(task)
-        elif event.kind is EventKind.RETRYING:
+        elif event.kind is EventKind.RETRYING and task.schedule_id is None:  # nobody waits on a scheduled one
             seconds = max(5, int(self.bus.retry_delay))
             await self._say(task, f"Hit a snag with {task.name}, retrying (~{seconds}s).")
 
@@ -184,7 +185,12 @@ class FrontChamber:
 
     async def _word(self, task: Task, finished_ago: str | None) -> None:
         if task.state is TaskState.FAILED:
-            await self._say(task, f"I couldn't finish {task.name}: {task.error or failure_sentence(None)}", delivered=True)
+            reason = task.error or failure_sentence(None)
+            if task.schedule_id is not None:
+                text = gave_up(task.schedule_id, reason, task.attempts, self._stores.schedules)
+            else:
+                text = f"I couldn't finish {task.name}: {reason}"
+            await self._say(task, text, delivered=True)
             return
         result = task.result or ""
         files = [a for a in task.artifacts if available(self._settings.data_dir, a)]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -96,14 +97,50 @@ def snapshot(data_dir: Path, chat: str, given: str, *, max_bytes: int) -> Artifa
     return Artifact(name=_shown(data_dir, chat, given), path=dest.relative_to(data_dir).as_posix(), size=copied, kind=kind)
 
 
+def discard(data_dir: Path, path: str) -> bool:
+    """Delete a snapshot (and its folder, once empty) after it was sent; anything outside the outgoing folder is left alone."""
+    target = _snapshot(data_dir, path)
+    if target is None or not target.is_file():
+        return False
+    target.unlink()
+    if target.parent != (data_dir / OUTGOING_DIR).resolve():
+        with contextlib.suppress(OSError):  # not empty: something else lives there, keep it
+            target.parent.rmdir()
+    return True
+
+
+def prune(data_dir: Path, *, keep: Set[str], finished: Set[str], older_than: float) -> int:
+    """Delete snapshots not in `keep` that were already sent or given up (`finished`) or are older than `older_than`."""
+    root = data_dir / OUTGOING_DIR
+    if not root.is_dir():
+        return 0
+    gone = 0
+    for chat in root.iterdir():
+        for folder in chat.iterdir() if chat.is_dir() and not chat.is_symlink() else ():
+            for file in folder.iterdir() if folder.is_dir() and not folder.is_symlink() else ():
+                path = file.relative_to(data_dir).as_posix()
+                if path in keep or not (path in finished or file.lstat().st_mtime < older_than):
+                    continue
+                gone += discard(data_dir, path)
+        with contextlib.suppress(OSError):
+            chat.rmdir()
+    return gone
+
+
 def available(data_dir: Path, artifact: Artifact) -> bool:
     """True while the artifact's snapshot is still a regular file inside the outgoing folder."""
+    target = _snapshot(data_dir, artifact.path)
+    return target is not None and target.is_file()
+
+
+def _snapshot(data_dir: Path, path: str) -> Path | None:
+    """The snapshot file `path` (relative to the data dir) names, or None unless it lies inside the outgoing folder."""
     root = (data_dir / OUTGOING_DIR).resolve()
     try:
-        target = resolve_inside(root, PurePosixPath(artifact.path).relative_to(OUTGOING_DIR).as_posix())
+        target = resolve_inside(root, PurePosixPath(path).relative_to(OUTGOING_DIR).as_posix())
     except (PathRefused, ValueError):
-        return False
-    return target.is_file() and not (data_dir / artifact.path).is_symlink()
+        return None
+    return None if (data_dir / path).is_symlink() else target
 
 
 def _shown(data_dir: Path, chat: str, given: str) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from bicameral.backoff import backoff_delay
+from bicameral.backoff import RetryPolicy
 from bicameral.events import Inbound
 from bicameral.scheduler.delivery import fired_schedule
 from bicameral.store.schedule_times import readable
@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class FireRetry:
+class FireRetry(RetryPolicy):
     """How often and how patiently a failed scheduled task is tried again before the user is told."""
 
     attempts: int = 3
@@ -39,7 +39,7 @@ class FireRetry:
         result = await attempt(None)
         tries = 1
         while failed(result) and tries < self.attempts:
-            await sleep(backoff_delay(self.base_seconds, self.cap_seconds, tries))
+            await sleep(self.delay(tries))
             tries += 1
             result = await attempt(result)
         return result, tries

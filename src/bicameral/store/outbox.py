@@ -107,6 +107,14 @@ class OutboxStore:
         rows = self._db.query("SELECT answers FROM outbox WHERE state = ? AND answers IS NOT NULL", (PENDING,))
         return {int(i) for row in rows for i in json.loads(row["answers"])}
 
+    def file_paths(self, *, pending: bool) -> set[str]:
+        """The snapshots that SendFile entries still to send (or already sent or given up) point at."""
+        rows = self._db.query(
+            f"SELECT action FROM outbox WHERE state {'=' if pending else '!='} ? AND action LIKE ?",
+            (PENDING, '{"type": "SendFile"%'),
+        )
+        return {action.path for row in rows if isinstance(action := action_from_json(row["action"]), SendFile)}
+
     def state_of(self, entry_id: int) -> str | None:
         row = self._db.query_one("SELECT state FROM outbox WHERE id = ?", (entry_id,))
         return row["state"] if row else None

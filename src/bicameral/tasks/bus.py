@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bicameral.backoff import RetryPolicy
 from bicameral.events import Attachment
 from bicameral.failures import failure_detail, failure_sentence
 from bicameral.sandbox.artifacts import Artifact
@@ -111,6 +112,7 @@ class TaskBus:
         progress_interval: float = 5.0,
         max_attempts: int = 2,
         retry_delay: float = 5.0,
+        scheduled_retry: RetryPolicy | None = None,
     ) -> None:
         self.store = store
         self._executor = executor
@@ -120,6 +122,7 @@ class TaskBus:
         self._progress_interval = progress_interval
         self._max_attempts = max_attempts
         self.retry_delay = retry_delay
+        self._scheduled_retry = scheduled_retry  # a scheduled task's failures: nobody waits, so more patience
         self._runs: dict[str, _Run] = {}
 
     # --- operations ---
@@ -136,6 +139,7 @@ class TaskBus:
         origin_message: str | None = None,
         thread_id: str | None = None,
         attachments: tuple[Attachment, ...] = (),
+        schedule_id: int | None = None,
     ) -> Task:
         """Create a task and start it; returns at once with its id."""
         now = self._clock()
@@ -152,6 +156,7 @@ class TaskBus:
             origin_message=origin_message,
             thread_id=thread_id,
             attachments=attachments,
+            schedule_id=schedule_id,
         )
         self.store.create(task)
         if transcript is not None:
@@ -318,9 +323,11 @@ class TaskBus:
             task = self._finish(task, TaskState.COMPLETED, result=outcome.result or "")
             await self._emit(task, EventKind.COMPLETED, outcome.result or "")
             return
-        if outcome.retryable and task.attempts < self._max_attempts:
+        policy = self._scheduled_retry if task.schedule_id is not None else None
+        attempts, delay = (policy.attempts, policy.delay(task.attempts)) if policy else (self._max_attempts, self.retry_delay)
+        if outcome.retryable and task.attempts < attempts:
             await self._emit(task, EventKind.RETRYING, outcome.error_kind or "error")
-            await self._sleep(self.retry_delay)
+            await self._sleep(delay)
             if not run.cancelled:
                 self._start(self.get(task.id), run)
             return

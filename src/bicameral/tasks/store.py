@@ -30,11 +30,12 @@ class TaskStore:
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO tasks (id, chat, label, spec, context, state, parent_id, origin_message, thread_id,
-                                      created_at, updated_at, attachments)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                      created_at, updated_at, attachments, schedule_id)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (task.id, task.chat, task.label, self._redact(task.spec), self._redact(task.context),
                  task.state.value, task.parent_id,
-                 task.origin_message, task.thread_id, task.created_at, task.updated_at, _files_json(task.attachments)),
+                 task.origin_message, task.thread_id, task.created_at, task.updated_at, _files_json(task.attachments),
+                 task.schedule_id),
             )
 
     def get(self, task_id: str) -> Task | None:
@@ -83,6 +84,14 @@ class TaskStore:
             (chat,),
         )
         return [_task(row) for row in rows]
+
+    def held_files(self) -> set[str]:
+        """The snapshots a result still to be sent points at: a task still open, or completed and not yet delivered."""
+        rows = self._db.query(
+            f"""SELECT artifacts FROM tasks WHERE artifacts != '[]' AND
+                (state IN {_OPEN} OR (state = 'completed' AND delivered_at IS NULL))"""
+        )
+        return {a["path"] for row in rows for a in json.loads(row["artifacts"])}
 
     def count(self, chat: str) -> int:
         row = self._db.query_one("SELECT COUNT(*) FROM tasks WHERE chat = ?", (chat,))
@@ -148,6 +157,7 @@ def _task(row: sqlite3.Row) -> Task:
         delivered_at=row["delivered_at"],
         attachments=tuple(Attachment(**a) for a in json.loads(row["attachments"] or "[]")),
         artifacts=tuple(Artifact(**a) for a in json.loads(row["artifacts"] or "[]")),
+        schedule_id=row["schedule_id"],
     )
 
 

@@ -53,6 +53,7 @@ class Task:
     delivered_at: float | None = None
     attachments: tuple[Attachment, ...] = ()  # the files the user sent with the burst that started it
     artifacts: tuple[Artifact, ...] = ()  # the files its result sends back
+    schedule_id: int | None = None  # the schedule whose fire started it
 
     @property
     def name(self) -> str:
