@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     # --- conversation engine ---
     debounce_ms: int = Field(default=1500, ge=0)
     typing_interval_seconds: float = Field(default=4.0, gt=0)
+    # An answer quicker than this needs no "typing…" first, and the turn's model request goes out
+    # without a Bot API call beside it.
+    typing_delay_seconds: float = Field(default=0.5, ge=0)
     # Providers meter requests and tokens per minute, not concurrent requests (a 429 is retried), and a
     # running turn costs about 0.1 MB: the cap only guards against runaway load, so a burst of a few
     # hundred chats runs in one wave. Bot API calls have their own, smaller, in-flight cap.

@@ -114,6 +114,15 @@ async def test_trivial_message_makes_no_back_request(telegram, models, start_bot
     assert models.requests_for("back") == []
 
 
+async def test_a_quick_answer_with_pacing_off_costs_no_typing_call(telegram, models, start_bot):
+    models.script(Reply(text="hey! what's up?"), model="front")
+    await start_bot(**FAST, typing_delay_seconds=30)  # longer than this turn can take, however loaded the machine
+    telegram.user_sends(OWNER, "hey")
+    await telegram.await_sent(OWNER, 1)
+    # Typing would have preceded the reply: neither the turn's indicator nor the delivery's pause sent one.
+    assert telegram.chat_actions(OWNER) == []
+
+
 async def test_thanks_gets_a_reaction_only(telegram, models, start_bot):
     models.script(Reply(tool_calls=[ToolCall("react", {"message_id": "1", "emoji": "❤"})]), model="front")
     await start_bot(**FAST)

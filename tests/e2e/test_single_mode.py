@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 
+from bicameral.config import Settings
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
 from tests.support.access import write_access
@@ -140,11 +142,22 @@ async def test_stop_cancels_the_running_turn(telegram, models, start_bot):
 
 async def test_typing_indicator_is_refreshed_while_a_turn_runs(telegram, models, start_bot):
     models.script(Reply(text="done", latency=1.6))
-    await start_bot(typing_interval_seconds=0.5)
+    await start_bot(typing_interval_seconds=0.5, typing_delay_seconds=0.0)
     telegram.user_sends(OWNER, "think hard")
     await telegram.await_sent(OWNER, 1)
     typing = [c for c in telegram.chat_actions(OWNER) if c.params.get("action") == "typing"]
     assert len(typing) >= 3
+
+
+async def test_typing_shows_only_once_a_turn_has_taken_a_moment(telegram, models, start_bot):
+    models.script(Reply(text="slow", latency=2.0))
+    await start_bot()  # the default delay
+    sent_at = time.monotonic()
+    telegram.user_sends(OWNER, "think about it")
+    await telegram.await_sent(OWNER, 1)
+    typing = telegram.chat_actions(OWNER)
+    assert typing, "a 2 s turn shows typing"
+    assert typing[0].ts - sent_at >= Settings.model_fields["typing_delay_seconds"].default
 
 
 async def test_session_survives_a_restart_and_reset_clears_it(telegram, models, start_bot):

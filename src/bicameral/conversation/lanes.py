@@ -209,6 +209,7 @@ class Conversation:
             self._schedule(lane, 0)
 
     async def _keep_typing(self, turn: Turn) -> None:
+        await self._sleep(self._settings.typing_delay_seconds)
         while True:
             await self._outbox.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
             await self._sleep(self._settings.typing_interval_seconds)

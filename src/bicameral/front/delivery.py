@@ -68,8 +68,10 @@ class Delivery:
         parts = natural_parts(text)
         if not parts:
             return []
-        await self._outbox.perform(Typing(chat=chat, thread_id=thread_id))
-        await self._sleep(self.pause_before(parts[0], first=True))
+        pause = self.pause_before(parts[0], first=True)
+        if pause > 0:  # the typing belongs to the pause; with pacing off there is nothing to show
+            await self._outbox.perform(Typing(chat=chat, thread_id=thread_id))
+            await self._sleep(pause)
         messages = [
             SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id)
             for index, part in enumerate(parts)
