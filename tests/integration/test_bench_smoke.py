@@ -40,12 +40,6 @@ def test_json_output_holds_every_figure(capsys):
 
 @pytest.mark.local_model
 @pytest.mark.timeout(300)  # it loads the GGUF in a fresh process; slow on a loaded machine
-@pytest.mark.xfail(
-    reason="intermittent: the piped `bicameral chat` child sometimes never shows its prompt to the bench's "
-    "reader (seen 3 times in 6 runs, not yet explained); the terminal streaming itself is covered in-process "
-    "by tests/integration/test_local_chat.py",
-    strict=False,
-)
 async def test_local_chat_reports_its_first_token():
     pytest.importorskip("llama_cpp")
     from bench.local import run_local

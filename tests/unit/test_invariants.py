@@ -22,6 +22,7 @@ MAY_WRITE_FILES = {
     "channels/telegram/media.py": "attachments of admitted messages, under data/attachments/",
     "claude_code/capture.py": "the wire capture of CLI sessions",
     "claude_code/process.py": "the claude CLI's private MCP config",
+    "channels/terminal.py": "its own duplicate of stdout, out of reach of a library that silences fd 1",
 }
 # The only modules that start processes: bubblewrap for `run`, and the Claude Code CLI.
 MAY_START_PROCESSES = {

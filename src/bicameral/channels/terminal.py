@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -46,7 +47,7 @@ class TerminalChannel:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._stdin = stdin or sys.stdin
-        self._console = console or Console(highlight=False)
+        self._console = console or Console(file=_own_stdout(), highlight=False)
         self._user = Sender(id="local", name=user_name)
         self._bot_name = bot_name
         self._clock = clock
@@ -123,3 +124,13 @@ class TerminalChannel:
                     kind="command" if text.startswith("/") else "message",
                 )
             ])
+
+
+def _own_stdout() -> IO[str]:
+    """A duplicate of stdout for the conversation, which stays on the terminal while a library points fd 1 at
+    /dev/null (llama.cpp does while the local model loads in the background, which would swallow the prompt)."""
+    try:
+        fd = os.dup(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # no real stdout (an IDE, a test): use what there is
+        return sys.stdout
+    return open(fd, "w", encoding=sys.stdout.encoding or "utf-8", errors="replace", buffering=1)
