@@ -13,7 +13,8 @@ SRC = Path(bicameral.__file__).parent
 # of its own layer or above. Top-level modules count as packages of their own.
 LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction", "imports"},  # vocabulary, and what never loads
-    {"types", "backoff", "observe", "prompts", "failures"},  # shared shapes, retry schedule, logging, prompts, failure sentences
+    # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping
+    {"types", "backoff", "observe", "prompts", "failures", "markup"},
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
     {"mcp", "agent", "tasks", "conversation", "scheduler"},  # the machinery every mode shares

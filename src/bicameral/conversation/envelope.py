@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from xml.sax.saxutils import escape, quoteattr
 
 from bicameral.events import Inbound
+from bicameral.markup import escape, quoteattr
 from bicameral.models.base import ImageBlock, TextBlock
 
 _QUOTE_CHARS = 500

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import yaml
-
 MAX_FILE_BYTES = 256 * 1024
 USERS_DIR = "users"
 CHATS_DIR = "chats"
@@ -235,6 +233,8 @@ def _frontmatter(lines: list[str]) -> tuple[dict[object, object], int]:
     for i in range(1, len(lines)):
         if lines[i].strip() == "---":
             raw = "\n".join(lines[1:i])
+            import yaml  # with the first memory file read, not at start
+
             try:
                 front = yaml.safe_load(raw) if raw.strip() else {}
             except yaml.YAMLError as exc:
@@ -278,6 +278,8 @@ def stable_id(origin: str, text: str) -> str:
 
 def new_file(scope: str, now: datetime) -> str:
     """The text of a scope's file before anything is in it."""
+    import yaml  # with the first memory file written, not at start
+
     front = {"scope": scope, "created": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     return "\n".join(["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(), "---", "", "# Memory", ""])
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from xml.sax.saxutils import quoteattr
 
 from bicameral.events import Action, ActionResult
+from bicameral.markup import quoteattr
 from bicameral.models.base import ImageBlock
 from bicameral.sandbox.artifacts import Outgoing
 from bicameral.tasks.bus import TaskControl
