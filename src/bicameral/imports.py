@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from types import ModuleType
 
 # Each is tried at import time by a package we use, which falls back cleanly when it is missing:
@@ -32,3 +33,13 @@ def import_without(module: str, absent: tuple[str, ...]) -> ModuleType:
         for name in hidden:
             if sys.modules.get(name, ...) is None:
                 del sys.modules[name]
+
+
+def warm_in_background(*modules: str) -> None:
+    """Import `modules` in a worker thread now, so the first use finds them loaded instead of waiting."""
+
+    def load() -> None:
+        for name in modules:
+            importlib.import_module(name)
+
+    threading.Thread(target=load, name="warm-imports", daemon=True).start()

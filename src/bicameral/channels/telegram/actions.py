@@ -28,8 +28,6 @@ from bicameral.events import (
 )
 from bicameral.types import Sleep
 
-from .format import html_to_plain, markdown_to_html, split_for_telegram
-
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -118,6 +116,8 @@ class ActionPerformer:
         thread = _optional_int(action.thread_id, "thread id")
         reply_to = _optional_int(action.reply_to, "reply_to message id")
         sent: list[str] = []
+        from .format import split_for_telegram  # markdown-it: warmed in the background at start
+
         for index, chunk in enumerate(split_for_telegram(action.text, limit=MAX_TEXT)):
             # Only the first chunk replies; the rest follow it as a continuation.
             reply = _reply(reply_to) if index == 0 else None
@@ -234,6 +234,8 @@ class ActionPerformer:
 
     async def _formatted(self, call: _TextCall[T], markdown: str) -> T:
         """Send `markdown` as HTML; if Telegram cannot parse our markup, resend it as plain text."""
+        from .format import html_to_plain, markdown_to_html
+
         html = markdown_to_html(markdown)
         try:
             return await self._retrying(lambda: call(html, ParseMode.HTML))

@@ -18,6 +18,7 @@ from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.config import Settings
 from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
+from bicameral.imports import warm_in_background
 from bicameral.redaction import Redactor
 from bicameral.types import Sleep
 
@@ -113,6 +114,7 @@ class TelegramChannel:
         log.info("telegram: connected as @%s (id %s)", self._identity.username, me.id)
         self._on_end = on_end
         self._task = asyncio.create_task(self._poll(sink), name="telegram-poll")
+        warm_in_background(f"{__package__}.format")  # markdown-it, for the first reply; not worth delaying the poll
 
     async def stop(self) -> None:
         """Cancel polling and close the HTTP connections."""
