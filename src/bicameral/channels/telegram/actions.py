@@ -60,7 +60,7 @@ class ActionPerformer:
         self._redact = redact
         self._clock = clock
         self._slots = asyncio.Semaphore(IN_FLIGHT)
-        self._typing_shown: dict[tuple[int, int | None], float] = {}  # (chat, thread) -> when typing was sent
+        self._typing_shown: dict[int, dict[int | None, float]] = {}  # chat -> thread -> when typing was sent
 
     async def perform(self, action: Action) -> ActionResult:
         """Carry out `action`, reporting any Telegram, network or input problem in the result."""
@@ -172,28 +172,26 @@ class ActionPerformer:
     async def _typing(self, chat_id: int, action: Typing) -> ActionResult:
         """Show "typing"; skipped while it still shows, and while every call slot is busy (it is cosmetic)."""
         thread = _optional_int(action.thread_id, "thread id")
-        key = (chat_id, thread)
-        shown = self._typing_shown.get(key)
+        shown = self._typing_shown.get(chat_id, {})
         now = self._clock()
         # Telegram shows "typing" for about 5 s or until our next message: a second one within half the
         # refresh interval (the turn's and the delivery's, back to back) adds nothing.
-        fresh = shown is not None and now - shown < self._settings.typing_interval_seconds / 2
+        fresh = thread in shown and now - shown[thread] < self._settings.typing_interval_seconds / 2
         if fresh or self._slots.locked():
             return ActionResult(ok=True)
-        self._typing_shown[key] = now
+        self._typing_shown.setdefault(chat_id, {})[thread] = now
         try:
             await self._retrying(
                 lambda: self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
             )
         except BaseException:
-            self._typing_shown.pop(key, None)
+            self._typing_shown.get(chat_id, {}).pop(thread, None)
             raise
         return ActionResult(ok=True)
 
     def _typing_ended(self, chat_id: int) -> None:
         """A message from the bot ends its "typing" in every thread of the chat."""
-        for key in [key for key in self._typing_shown if key[0] == chat_id]:
-            del self._typing_shown[key]
+        self._typing_shown.pop(chat_id, None)
 
     async def _send_file(self, chat_id: int, action: SendFile) -> ActionResult:
         path = self._inside_data_dir(action.path)
