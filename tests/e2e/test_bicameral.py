@@ -14,7 +14,7 @@ from bicameral.tools.base import Tool, ToolContext, ToolResult
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access
-from tests.support.chat import until_sent
+from tests.support.chat import eventually, until_sent
 from tests.support.process import run_process
 
 FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0)
@@ -41,14 +41,6 @@ def _task_spec(req: Request) -> str:
 
 def _texts(telegram, chat=OWNER) -> list[str]:
     return [m["text"] for m in telegram.sent_messages(chat)]
-
-
-async def _wait_for(predicate, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 async def _follow_up(telegram, models, chat: int = OWNER) -> None:
@@ -87,7 +79,7 @@ async def test_acceptance_scenario_three_messages_in_five_seconds(telegram, mode
     await asyncio.sleep(2.0)
     telegram.user_sends(OWNER, "and also btw can you check if the deploy went through")
     await telegram.await_sent(OWNER, 3, timeout=20)
-    await _wait_for(lambda: all(r.completed_at for r in models.requests_for("back")))
+    await eventually(lambda: all(r.completed_at for r in models.requests_for("back")))
     triage = _triage(models)
     await _follow_up(telegram, models)
 
@@ -127,7 +119,7 @@ async def test_thanks_gets_a_reaction_only(telegram, models, start_bot):
     models.script(Reply(tool_calls=[ToolCall("react", {"message_id": "1", "emoji": "❤"})]), model="front")
     await start_bot(**FAST)
     telegram.user_sends(OWNER, "thanks!")
-    await _wait_for(lambda: telegram.reactions(OWNER))
+    await eventually(lambda: telegram.reactions(OWNER))
     assert models.requests_for("back") == []
     assert telegram.sent_messages(OWNER) == []
 
@@ -202,7 +194,7 @@ async def test_cancel_mid_tool_kills_the_subprocess_and_tells_the_user(telegram,
     app = await start_bot(**FAST, extra_tools=[tool])
     telegram.user_sends(OWNER, "run the slow job")
     await telegram.await_sent(OWNER, 1)
-    await _wait_for(lambda: tool.pid_file.exists() and tool.pid_file.read_text().strip())
+    await eventually(lambda: tool.pid_file.exists() and tool.pid_file.read_text().strip())
     pid = int(tool.pid_file.read_text())
     assert psutil.pid_exists(pid)
     telegram.user_sends(OWNER, "nvm")
@@ -256,7 +248,7 @@ async def test_overheard_group_exchange_gets_no_reply(telegram, models, start_bo
     telegram.user_sends(group, "did you push the fix?", user_id=2001, first_name="Ann", **dev)
     telegram.user_sends(group, "yes, deploying now", user_id=2002, first_name="Ben", **dev)
     telegram.user_sends(group, "great, thanks Ben", user_id=2001, first_name="Ann", **dev)
-    await _wait_for(lambda: len(app.stores.messages.recent(f"telegram:{group}")) == 3)
+    await eventually(lambda: len(app.stores.messages.recent(f"telegram:{group}")) == 3)
     addressed_at = time.monotonic()
     models.script(Reply(text="sounds like it's shipping"), model="front")
     telegram.user_sends(group, "@bicameral_test_bot all good?", user_id=2001, first_name="Ann", **dev)
@@ -275,7 +267,7 @@ async def test_group_addressed_turn_sees_overheard_context_and_quotes_the_addres
     write_access(make_settings(), policy="open")
     app = await start_bot(**FAST)
     telegram.user_sends(group, "yes, deploying now", user_id=2002, first_name="Ben", chat_type="supergroup", chat_title="Dev")
-    await _wait_for(lambda: app.stores.messages.recent(f"telegram:{group}"))
+    await eventually(lambda: app.stores.messages.recent(f"telegram:{group}"))
     dev = {"chat_type": "supergroup", "chat_title": "Dev"}
     msg = telegram.user_sends(group, "@bicameral_test_bot what did Ben say?", user_id=2001, first_name="Ann", **dev)
     sent = await telegram.await_sent(group, 1)
@@ -346,7 +338,7 @@ async def test_finished_while_away_is_reintroduced_when_the_user_returns(telegra
     app = await start_bot(**FAST, away_after_seconds=1.0)
     telegram.user_sends(OWNER, "export the books")
     await telegram.await_sent(OWNER, 1)
-    await _wait_for(lambda: app.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "completed")
+    await eventually(lambda: app.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "completed")
     # Had the result gone out now, it would stand before the greeting below.
     assert len(telegram.sent_messages(OWNER)) == 1, "held while the user is away"
     telegram.user_sends(OWNER, "hi again")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from bicameral.events import Inbound, Sender
 from bicameral.store import Stores
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
-from tests.support.chat import until_sent
+from tests.support.chat import eventually, until_sent
 
 FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0)
 CHAT = f"telegram:{OWNER}"
@@ -20,14 +19,6 @@ def _texts(telegram) -> list[str]:
     return [m["text"] for m in telegram.sent_messages(OWNER)]
 
 
-async def _wait_for(predicate, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 def _voice_echo(req: Request) -> Reply:
     return Reply(text="Here you go: " + req.last_user_text().split("<result>")[-1].split("</result>")[0].strip())
 
@@ -36,7 +27,7 @@ async def test_the_quiet_burst_question_is_still_asked_after_a_restart(telegram,
     models.script(Reply(tool_calls=[ToolCall("wait_for_more", {"question": QUESTION})]), model="front")
     app = await start_bot(**FAST, burst_followup_seconds=3)
     telegram.user_sends(OWNER, "ok so first thing:")
-    await _wait_for(lambda: app.stores.schedules.followup(CHAT) is not None)
+    await eventually(lambda: app.stores.schedules.followup(CHAT) is not None)
     await app.stop()
     assert _texts(telegram) == []
     app = await start_bot(**FAST, burst_followup_seconds=3)
@@ -54,7 +45,7 @@ async def test_the_question_is_dropped_when_the_user_spoke_across_the_restart(te
     )
     app = await start_bot(**FAST, burst_followup_seconds=4)
     telegram.user_sends(OWNER, "ok so first thing:")
-    await _wait_for(lambda: app.stores.schedules.followup(CHAT) is not None)
+    await eventually(lambda: app.stores.schedules.followup(CHAT) is not None)
     await app.stop()
     telegram.user_sends(OWNER, "second thing: the invoices")  # while the assistant is down
     app = await start_bot(**FAST, burst_followup_seconds=4)
@@ -80,7 +71,7 @@ async def test_an_overdue_question_is_not_asked_if_the_user_spoke_after_it_was_s
     finally:
         stores.close()
     app = await start_bot(**FAST)
-    await _wait_for(lambda: not app.stores.schedules.pending_fires() and app.stores.schedules.followup(CHAT) is None)
+    await eventually(lambda: not app.stores.schedules.pending_fires() and app.stores.schedules.followup(CHAT) is None)
     assert _texts(telegram) == []
     # The other chat's user said nothing since: theirs is asked, on start, once.
     assert [m["text"] for m in await telegram.await_sent(2002, 1)] == ["And the second?"]
@@ -96,7 +87,7 @@ async def test_a_result_held_while_away_is_reintroduced_once_after_a_restart(tel
     app = await start_bot(**FAST, away_after_seconds=0.5)
     telegram.user_sends(OWNER, "export the books")
     await telegram.await_sent(OWNER, 1)
-    await _wait_for(lambda: app.tasks.for_chat(CHAT)[0].state.value == "completed")
+    await eventually(lambda: app.tasks.for_chat(CHAT)[0].state.value == "completed")
     assert _texts(telegram) == ["on it"], "held while the user is away"
     await app.stop()
 
