@@ -110,6 +110,7 @@ class App:
             release=functools.partial(discard, settings.data_dir),
         )
         _prune_outgoing(settings, self.stores, self.tasks, self._clock())
+        _prune_sent(settings, self.stores, self._clock())  # after the files: their lookup reads these rows
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
         web: list[Tool[Any]] = [WebFetch.from_settings(settings), WebSearch.from_settings(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
@@ -331,6 +332,13 @@ def _prune_outgoing(settings: Settings, stores: Stores, tasks: TaskStore, now: f
     gone = prune(settings.data_dir, keep=keep, finished=finished, older_than=now - settings.outgoing_keep_days * 86400)
     if gone:
         log.info("deleted %d copies of sent files", gone)
+
+
+def _prune_sent(settings: Settings, stores: Stores, now: float) -> None:
+    """The outbox's record of what went out, past the same retention: bookkeeping only, so it cannot grow forever."""
+    forgotten = stores.outbox.prune_finished(now - settings.outgoing_keep_days * 86400)
+    if forgotten:
+        log.info("forgot %d sent or given-up outbox entries", forgotten)
 
 
 def configured_channels(settings: Settings) -> list[Channel]:

@@ -115,6 +115,10 @@ class OutboxStore:
         )
         return {action.path for row in rows if isinstance(action := action_from_json(row["action"]), SendFile)}
 
+    def prune_finished(self, before: float) -> int:
+        """Forget entries sent or given up before `before` (the messages table keeps what was said); how many."""
+        return self._db.execute("DELETE FROM outbox WHERE state != ? AND finished_at < ?", (PENDING, before)).rowcount
+
     def state_of(self, entry_id: int) -> str | None:
         row = self._db.query_one("SELECT state FROM outbox WHERE id = ?", (entry_id,))
         return row["state"] if row else None
