@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +45,9 @@ class IdArgs(BaseModel):
 class EditArgs(When):
     id: int = Field(ge=1, description="The schedule's number, as listed.")
     text: str | None = Field(default=None, min_length=1, max_length=2000, description="New text, if it changes.")
+
+
+NumberedT = TypeVar("NumberedT", IdArgs, EditArgs)
 
 
 def describe(schedule: Schedule) -> str:
@@ -119,6 +122,20 @@ def _target(ctx: ToolContext, schedule_id: int) -> tuple[ScheduleStore, Schedule
     return store, schedule
 
 
+class _OneSchedule(Tool[NumberedT]):
+    """A tool that acts on one schedule, named by its number, that this chat (or the owner) may change."""
+
+    async def run(self, args: NumberedT, ctx: ToolContext) -> ToolResult:
+        target = _target(ctx, args.id)
+        if isinstance(target, ToolResult):
+            return target
+        store, found = target
+        return await self.act(store, found, args, ctx)
+
+    async def act(self, store: ScheduleStore, found: Schedule, args: NumberedT, ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+
 class CreateSchedule(Tool[CreateArgs]):
     name = "schedule_create"
     description = (
@@ -169,30 +186,22 @@ class ListSchedules(Tool[ListArgs]):
         return ToolResult("\n".join(describe(s) + (f" (in {s.chat})" if every_chat else "") for s in schedules))
 
 
-class PauseSchedule(Tool[IdArgs]):
+class PauseSchedule(_OneSchedule[IdArgs]):
     name = "schedule_pause"
     description = "Pause a reminder or scheduled task by its number; it keeps its place until resumed."
     args_model = IdArgs
 
-    async def run(self, args: IdArgs, ctx: ToolContext) -> ToolResult:
-        target = _target(ctx, args.id)
-        if isinstance(target, ToolResult):
-            return target
-        store, found = target
+    async def act(self, store: ScheduleStore, found: Schedule, args: IdArgs, ctx: ToolContext) -> ToolResult:
         store.update(found.id, state="paused")
         return ToolResult(f"Paused #{found.id}.")
 
 
-class ResumeSchedule(Tool[IdArgs]):
+class ResumeSchedule(_OneSchedule[IdArgs]):
     name = "schedule_resume"
     description = "Resume a paused reminder or scheduled task by its number."
     args_model = IdArgs
 
-    async def run(self, args: IdArgs, ctx: ToolContext) -> ToolResult:
-        target = _target(ctx, args.id)
-        if isinstance(target, ToolResult):
-            return target
-        store, found = target
+    async def act(self, store: ScheduleStore, found: Schedule, args: IdArgs, ctx: ToolContext) -> ToolResult:
         now = ctx.now().timestamp()
         due = next_cron(found.cron, found.tz, now) if found.cron else found.next_due
         store.update(found.id, state="active", next_due=due)
@@ -200,16 +209,12 @@ class ResumeSchedule(Tool[IdArgs]):
         return ToolResult(f"Resumed #{found.id}: next {when}.")
 
 
-class EditSchedule(Tool[EditArgs]):
+class EditSchedule(_OneSchedule[EditArgs]):
     name = "schedule_edit"
     description = "Change a reminder's or scheduled task's text or time (at, in_minutes or cron) by its number."
     args_model = EditArgs
 
-    async def run(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
-        target = _target(ctx, args.id)
-        if isinstance(target, ToolResult):
-            return target
-        store, found = target
+    async def act(self, store: ScheduleStore, found: Schedule, args: EditArgs, ctx: ToolContext) -> ToolResult:
         retimed = any(getattr(args, name) is not None for name in ("at", "in_minutes", "cron"))
         if not retimed and args.text is None:
             return ToolResult.error("nothing to change: give a new text or a new time")
@@ -225,15 +230,11 @@ class EditSchedule(Tool[EditArgs]):
         return ToolResult("Changed: " + describe(edited))
 
 
-class CancelSchedule(Tool[IdArgs]):
+class CancelSchedule(_OneSchedule[IdArgs]):
     name = "schedule_cancel"
     description = "Cancel a reminder or scheduled task for good, by its number."
     args_model = IdArgs
 
-    async def run(self, args: IdArgs, ctx: ToolContext) -> ToolResult:
-        target = _target(ctx, args.id)
-        if isinstance(target, ToolResult):
-            return target
-        store, found = target
+    async def act(self, store: ScheduleStore, found: Schedule, args: IdArgs, ctx: ToolContext) -> ToolResult:
         store.update(found.id, state="done")
         return ToolResult(f"Cancelled #{found.id}.")
