@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import MIB, bench_settings, fakes, open_access, rss, running_app, tagged_responder
+from bench.harness import MIB, TimedTelegram, bench_settings, fakes, open_access, rss, running_app, tagged_responder
 from bench.load import Burst, burst, warm_up
 from bench.proc import spawn_bot, stop_bot, wait_ready
 from bench.report import Figure
+from tests.fakes.model_server import ModelServer
 
 SETTLE_SECONDS = 2.0  # past the first long poll, so lazy start-up work is done
 SMALL_BURST = 50  # the issue's "RSS growth with 50 active chats"
@@ -82,32 +86,35 @@ async def _subprocess(chats: int, latency: float, mode: str | None) -> tuple[flo
         models.responder(tagged_responder(latency))
         data_dir = Path(tmp) / "data"
         open_access(data_dir)
-        spawned = time.monotonic()
-        proc = spawn_bot(telegram, models, data_dir, mode)
-        try:
-            await wait_ready(telegram, proc, spawned)
-            # One answered message first: what loads lazily (the model's SDK, in the background) is then counted.
-            await warm_up(telegram)
-            await asyncio.sleep(SETTLE_SECONDS)
+        async with _settled_bot(telegram, models, data_dir, mode) as proc:
             idle = rss(proc.pid) / MIB
             small = await burst(telegram, models, SMALL_BURST, timeout=60 + SMALL_BURST * latency, sample_pid=proc.pid)
             loaded = await burst(telegram, models, chats, timeout=60 + chats * latency, sample_pid=proc.pid)
-        finally:
-            stop_bot(proc)
         return idle, small, loaded
 
 
 async def _idle_subprocess(mode: str | None, provider: str) -> float:
-    """RSS of `python -m bicameral run` with both chambers on `provider`, settled after its first poll."""
+    """RSS of `python -m bicameral run` with both chambers on `provider`, settled after its first answer."""
     with fakes() as (telegram, models), tempfile.TemporaryDirectory(prefix="bench-memory-idle-") as tmp:
         models.responder(tagged_responder(0.0))
-        data_dir = Path(tmp) / "data"
-        spawned = time.monotonic()
-        proc = spawn_bot(telegram, models, data_dir, mode, provider)
-        try:
-            await wait_ready(telegram, proc, spawned)
-            await warm_up(telegram)
-            await asyncio.sleep(SETTLE_SECONDS)
+        async with _settled_bot(telegram, models, Path(tmp) / "data", mode, provider) as proc:
             return rss(proc.pid) / MIB
-        finally:
-            stop_bot(proc)
+
+
+@asynccontextmanager
+async def _settled_bot(
+    telegram: TimedTelegram, models: ModelServer, data_dir: Path, mode: str | None, provider: str = "openai"
+) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """`bicameral run` polling, past one answered message and a settling pause; stopped on exit.
+
+    The answered message first: what loads lazily (the model's SDK, in the background) is then counted.
+    """
+    spawned = time.monotonic()
+    proc = spawn_bot(telegram, models, data_dir, mode, provider)
+    try:
+        await wait_ready(telegram, proc, spawned)
+        await warm_up(telegram)
+        await asyncio.sleep(SETTLE_SECONDS)
+        yield proc
+    finally:
+        stop_bot(proc)
