@@ -9,6 +9,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -167,14 +168,8 @@ class App:
             executor: Executor = ClaudeCodeExecutor(settings, self.stores, self.registry)
         else:
             back_model = self._model(self._given_models[0], settings.back_model)
-            self._sub_agent = SubAgentRunner(
-                back_model,
-                restricted_tools(self.registry),
-                max_iterations=settings.sub_agent_max_iterations,
-                max_tokens=settings.max_tokens,
-                max_errors=settings.tool_error_max_count,
-                error_window_seconds=settings.tool_error_window_seconds,
-            )
+            sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))
+            self._sub_agent = SubAgentRunner(replace(sub_agent_loop, max_iterations=settings.sub_agent_max_iterations))
             if self.mode == "single":
                 return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
             back_tools = self.registry.subset(exclude_messaging=True)

@@ -8,7 +8,7 @@ from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.events import Action, ActionResult
-from bicameral.models.base import Message, Model
+from bicameral.models.base import Message
 from bicameral.tools.base import ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry
 from bicameral.tools.subagent import SUB_AGENT_TOOLS
@@ -25,28 +25,15 @@ def restricted_tools(registry: ToolRegistry) -> ToolRegistry:
 
 @dataclass
 class SubAgentRunner:
-    """A `Delegate` for the sub_agent tool: runs the task to a final text with its own step limit."""
+    """A `Delegate` for the sub_agent tool: runs the task to a final text on its own loop and step limit."""
 
-    model: Model
-    tools: ToolRegistry
-    max_iterations: int = 10
-    max_tokens: int = 4096
-    max_errors: int = 3
-    error_window_seconds: float = 60.0
+    runner: NativeRunner  # over `restricted_tools`, with the sub-agent's iteration cap
 
     async def __call__(self, task: str, ctx: ToolContext) -> ToolResult:
         """Run the task in a loop of its own; cancelling the caller cancels it, as it runs in the caller's await."""
-        runner = NativeRunner(
-            self.model,
-            self.tools,
-            max_iterations=self.max_iterations,
-            max_tokens=self.max_tokens,
-            max_errors=self.max_errors,
-            error_window_seconds=self.error_window_seconds,
-        )
         # Same chat, owner and memory reach as the caller; nothing it does can reach the user directly.
         own = replace(ctx, perform=_no_messages, sent_message_ids=[], message_ids=())
-        result = await runner.run(prompts.load("sub_agent.md"), [Message.user(task)], own)
+        result = await self.runner.run(prompts.load("sub_agent.md"), [Message.user(task)], own)
         if result.error is not None:
             return ToolResult.error(f"the sub-agent could not finish: {describe_model_error(result.error)}")
         if result.stop_reason:
