@@ -39,6 +39,8 @@ def home() -> Iterator[Path]:
     """A temp dir of our own; under root it is handed to `nobody`, who runs the child."""
     path = Path(tempfile.mkdtemp(prefix="bicameral-nonroot-"))
     (path / "workspace").mkdir()
+    # The code, where `nobody` can read it: the checkout may sit in a directory only its owner may enter.
+    shutil.copytree(SRC / "bicameral", path / "src" / "bicameral", ignore=shutil.ignore_patterns("__pycache__"))
     if os.geteuid() == 0:
         for item in (path, path / "workspace"):
             os.chown(item, SANDBOX_UID, SANDBOX_UID)
@@ -60,7 +62,7 @@ def _python_for_nobody(home: Path) -> str | None:
 
 def _run_child(home: Path, python: str) -> dict[str, object]:
     argv = [python, "-c", CHILD, str(home / "workspace"), COMMAND]
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "HOME": str(home)}
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(home / "src"), "HOME": str(home)}
     done = subprocess.run(_as_nobody(argv) if os.geteuid() == 0 else argv, capture_output=True, text=True, env=env,
                           cwd=home, timeout=60)
     assert done.returncode == 0, done.stderr
