@@ -17,7 +17,7 @@ from bicameral.agent.runner import NativeRunner
 from bicameral.agent.subagent import SubAgentRunner, restricted_tools
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
-from bicameral.config import Settings, parse_model_ref
+from bicameral.config import Settings
 from bicameral.conversation.lanes import Conversation
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.router import ActionRouter
@@ -28,9 +28,8 @@ from bicameral.front.chamber import FrontChamber
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
 from bicameral.gate.ratelimit import RateLimiter
-from bicameral.models import REMOTE_PROVIDERS, build_model
+from bicameral.models import build_model
 from bicameral.models.base import Model
-from bicameral.models.deferred import DeferredModel
 from bicameral.redaction import Redactor
 from bicameral.sandbox.artifacts import OUTGOING_DIR, discard, prune
 from bicameral.sandbox.runner import Sandbox
@@ -141,9 +140,6 @@ class App:
         for channel in self.channels:
             await channel.start(self.gate, self._channel_ended)
             log.info("channel %s ready", channel.name)
-        for model in self._built_models:
-            if isinstance(model, DeferredModel):
-                model.warm()
         await self.outbox.start()  # first delivers what the previous process left unsent
         await self.conversation.recover()
         self.scheduler = self._build_scheduler()
@@ -202,12 +198,7 @@ class App:
         """The model passed in, or one built from the settings (and then closed by `stop`)."""
         if given is not None:
             return given
-        model: Model
-        if parse_model_ref(ref).provider in REMOTE_PROVIDERS:
-            # The SDK (up to ~1 s of imports) loads in a thread once polling has begun; see `start`.
-            model = DeferredModel(ref, lambda: build_model(ref, self.settings))
-        else:
-            model = build_model(ref, self.settings)
+        model = build_model(ref, self.settings)
         self._built_models.append(model)
         return model
 

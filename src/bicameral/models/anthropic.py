@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+import json
 from pathlib import Path
 from typing import Any
-
-import anthropic
 
 from bicameral.models.base import (
     ImageBlock,
@@ -26,56 +24,49 @@ from bicameral.models.base import (
     read_image,
 )
 from bicameral.models.remote import RemoteModel
+from bicameral.models.sse import ServerEvent
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
 _EPHEMERAL = {"type": "ephemeral"}
 
 
-class AnthropicModel(RemoteModel[anthropic.AsyncAnthropic]):
+class AnthropicModel(RemoteModel):
     """A Claude model behind the Messages API (or a compatible gateway)."""
 
     default_base_url = DEFAULT_BASE_URL
+    path = "/v1/messages"
     provider = "anthropic"
     service = "Anthropic"
     key_setting = "ANTHROPIC_API_KEY"
     missing_key = f"{key_setting} is not set; add it to .env or the environment (or point ANTHROPIC_BASE_URL at a gateway)"
-    sdk_timeout = anthropic.APITimeoutError
-    sdk_unreachable = anthropic.APIConnectionError
-    sdk_errors = anthropic.AnthropicError
 
-    def _new_client(self, **options: Any) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(**options)
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
 
-    async def _stream(
-        self,
-        client: anthropic.AsyncAnthropic,
-        system: str,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        max_tokens: int,
-    ) -> AsyncIterator[ModelEvent]:
+    def _body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> dict[str, Any]:
         params = build_request(system, messages, tools, self.data_dir)
-        reader = _StreamReader()
-        response = await client.messages.create(model=self.model, max_tokens=max_tokens, stream=True, **params)
-        async with response:
-            self.expect_event_stream(response.response)
-            async for event in response:
-                for out in reader.feed(event):
-                    yield out
-        if not reader.finished:
-            # A stream cut off without an error event must not pass for a complete reply.
-            raise self.error("connection", "the Anthropic stream ended before the reply was complete")
+        return {"model": self.model, "max_tokens": max_tokens, "stream": True, **params}
 
-    def _sdk_error(self, err: Exception) -> ModelError:
-        if isinstance(err, anthropic.APIStatusError):
-            detail = err.api_message or (err.body if isinstance(err.body, str) else None) or ""
-            return self.status_error(
-                err.status_code, detail, overloaded=err.type == "overloaded_error", body_kind=_BODY_KINDS.get(err.type or "")
-            )
-        if isinstance(err, anthropic.APIError):
-            return self.error("server", f"unexpected Anthropic response: {err.message}")
-        # e.g. CredentialsError: raised before any request is sent.
-        return self.error("auth", f"Anthropic client error: {err}")
+    def _reader(self) -> _StreamReader:
+        return _StreamReader(self)
+
+    def error_answer(self, status: int, body: Any) -> ModelError:
+        inner = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(inner, dict):
+            return self.status_error(status, body[:300] if isinstance(body, str) else "")
+        kind = inner.get("type")
+        kind = kind if isinstance(kind, str) else ""
+        message = inner.get("message")
+        return self.status_error(
+            status,
+            message[:300] if isinstance(message, str) else "",
+            overloaded=kind == "overloaded_error",
+            body_kind=_BODY_KINDS.get(kind),
+        )
 
 
 def build_request(
@@ -150,58 +141,67 @@ def _convert_block(block: Any, data_dir: Path) -> dict[str, Any] | None:
 
 
 class _StreamReader:
-    """Turns raw Messages stream events into our events."""
+    """Turns Messages stream events into our events."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: AnthropicModel) -> None:
+        self._model = model
         self._tools: dict[int, tuple[str, str, list[str]]] = {}
         self._usage: dict[str, int] = {}
         self._stop_reason = "end_turn"
-        self.finished = False
+        self._finished = False
 
-    def feed(self, event: Any) -> list[ModelEvent]:
-        kind = event.type
+    def feed(self, event: ServerEvent) -> list[ModelEvent]:
+        if event.event == "ping":
+            return []
+        data = json.loads(event.data)
+        kind = data["type"]
+        if kind == "error":
+            raise self._model.error_answer(200, data)
         if kind == "message_start":
-            self._take_usage(event.message.usage)
+            self._take_usage(data["message"].get("usage"))
         elif kind == "content_block_start":
-            block = event.content_block
-            if block.type == "tool_use":
-                self._tools[event.index] = (block.id, block.name, [])
-            elif block.type == "text" and block.text:
-                return [TextDelta(block.text)]
+            block = data["content_block"]
+            if block["type"] == "tool_use":
+                self._tools[data["index"]] = (block["id"], block["name"], [])
+            elif block["type"] == "text" and block.get("text"):
+                return [TextDelta(block["text"])]
         elif kind == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta" and delta.text:
-                return [TextDelta(delta.text)]
-            if delta.type == "input_json_delta" and event.index in self._tools:
-                self._tools[event.index][2].append(delta.partial_json)
-        elif kind == "content_block_stop" and event.index in self._tools:
-            tool_id, name, parts = self._tools.pop(event.index)
+            delta = data["delta"]
+            if delta["type"] == "text_delta" and delta.get("text"):
+                return [TextDelta(delta["text"])]
+            if delta["type"] == "input_json_delta" and data["index"] in self._tools:
+                self._tools[data["index"]][2].append(delta["partial_json"])
+        elif kind == "content_block_stop" and data["index"] in self._tools:
+            tool_id, name, parts = self._tools.pop(data["index"])
             return [ToolCall(tool_id, name, parse_tool_input("".join(parts)))]
         elif kind == "message_delta":
-            if event.delta.stop_reason:
-                self._stop_reason = event.delta.stop_reason
-            self._take_usage(event.usage)
-        elif kind == "message_stop":
-            return self._finish()
+            if stop_reason := data["delta"].get("stop_reason"):
+                self._stop_reason = stop_reason
+            self._take_usage(data.get("usage"))
+        elif kind == "message_stop" and not self._finished:
+            self._finished = True
+            usage = Usage(
+                input_tokens=self._usage.get("input_tokens", 0),
+                output_tokens=self._usage.get("output_tokens", 0),
+                cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
+                cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
+            )
+            return [usage, Stop(self._stop_reason)]
         return []
 
-    def _finish(self) -> list[ModelEvent]:
-        if self.finished:
-            return []
-        self.finished = True
-        usage = Usage(
-            input_tokens=self._usage.get("input_tokens", 0),
-            output_tokens=self._usage.get("output_tokens", 0),
-            cache_read_tokens=self._usage.get("cache_read_input_tokens", 0),
-            cache_write_tokens=self._usage.get("cache_creation_input_tokens", 0),
-        )
-        return [usage, Stop(self._stop_reason)]
+    def finish(self) -> list[ModelEvent]:
+        if not self._finished:
+            # A stream cut off without an error event must not pass for a complete reply.
+            raise self._model.error("connection", "the Anthropic stream ended before the reply was complete")
+        return []
 
     def _take_usage(self, usage: Any) -> None:
         # message_delta counts are cumulative, so later values replace earlier ones.
+        if not isinstance(usage, dict):
+            return
         for field in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
-            value = getattr(usage, field, None)
-            if value is not None:
+            value = usage.get(field)
+            if isinstance(value, int):
                 self._usage[field] = value
 
 

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import openai
 
 from bicameral.models.base import (
     ImageBlock,
@@ -27,15 +24,18 @@ from bicameral.models.base import (
     read_image,
 )
 from bicameral.models.remote import RemoteModel
+from bicameral.models.sse import ServerEvent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _STOP_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end_turn", "length": "max_tokens"}
+_DONE = "[DONE]"
 
 
-class OpenAIModel(RemoteModel[openai.AsyncOpenAI]):
+class OpenAIModel(RemoteModel):
     """A chat model behind `/chat/completions`."""
 
     default_base_url = DEFAULT_BASE_URL
+    path = "/chat/completions"
     provider = "openai"
     service = "the OpenAI endpoint"
     key_setting = "OPENAI_API_KEY"
@@ -43,53 +43,28 @@ class OpenAIModel(RemoteModel[openai.AsyncOpenAI]):
         f"{key_setting} is not set; add it to .env or the environment "
         "(or set OPENAI_BASE_URL for a local OpenAI-compatible server)"
     )
-    sdk_timeout = openai.APITimeoutError
-    sdk_unreachable = openai.APIConnectionError
-    sdk_errors = openai.OpenAIError
 
-    def _new_client(self, **options: Any) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(**options)
+    def _headers(self) -> dict[str, str]:
+        # A local server needs no key; sending none is better than a made-up one.
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
-    async def _stream(
-        self, client: openai.AsyncOpenAI, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
-    ) -> AsyncIterator[ModelEvent]:
+    def _body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> dict[str, Any]:
         params = build_request(system, messages, tools, self.data_dir)
         # Official OpenAI reasoning models reject `max_tokens`; older compatible servers only know it.
         official = not self.base_url or "api.openai.com" in self.base_url
         params["max_completion_tokens" if official else "max_tokens"] = max_tokens
-        reader = _StreamReader()
-        # Posted as is: `build_request` already produced plain JSON, and the SDK's TypedDict walk in
-        # `chat.completions.create` costs milliseconds per request, growing with the history.
-        response = await client.post(
-            "/chat/completions",
-            body={"model": self.model, "stream": True, "stream_options": {"include_usage": True}, **params},
-            cast_to=object,
-            options={"security": {"bearer_auth": True}},
-            stream=True,
-            # Chunks as the parsed JSON: building SDK models for every chunk costs more than the rest of
-            # the request path together.
-            stream_cls=openai.AsyncStream[object],
-        )
-        async with response:
-            self.expect_event_stream(response.response)
-            async for chunk in response:
-                for out in reader.feed(chunk):
-                    yield out
-        if not reader.answered:
-            raise self.error("server", "the OpenAI endpoint sent a reply without any choices")
-        if reader.finish_reason is None:
-            # A stream closed without its final chunk must not pass for a complete reply.
-            raise self.error("connection", "the OpenAI stream ended before the reply was complete")
-        for out in reader.finish():
-            yield out
+        return {"model": self.model, "stream": True, "stream_options": {"include_usage": True}, **params}
 
-    def _sdk_error(self, err: Exception) -> ModelError:
-        if isinstance(err, openai.APIError):
-            overloaded = "overloaded" in f"{err.type or ''} {err.code or ''}"
-            # Without a status it was an error object inside an otherwise successful (200) stream.
-            status = err.status_code if isinstance(err, openai.APIStatusError) else 200
-            return self.status_error(status, _detail(err), overloaded=overloaded)
-        return self.error("auth", f"OpenAI client error: {err}")
+    def _reader(self) -> _StreamReader:
+        return _StreamReader(self)
+
+    def error_answer(self, status: int, body: Any) -> ModelError:
+        inner = body.get("error", body) if isinstance(body, dict) else None
+        if not isinstance(inner, dict):
+            return self.status_error(status, body[:300] if isinstance(body, str) else "")
+        message = inner.get("message")
+        overloaded = "overloaded" in f"{inner.get('type') or ''} {inner.get('code') or ''}"
+        return self.status_error(status, message[:300] if isinstance(message, str) else "", overloaded=overloaded)
 
 
 def build_request(
@@ -168,26 +143,35 @@ def _user_messages(message: Message, data_dir: Path) -> list[dict[str, Any]]:
 
 
 class _StreamReader:
-    """Accumulates chat.completion.chunk deltas (parsed JSON); tool calls are only complete at the end."""
+    """Accumulates chat.completion.chunk deltas; tool calls are only complete at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: OpenAIModel) -> None:
+        self._model = model
         self._calls: dict[int, dict[str, Any]] = {}
         self._usage: Usage | None = None
-        self.finish_reason: str | None = None
-        self.answered = False  # a chunk carried a choice: a stream of none is no reply at all
+        self._finish_reason: str | None = None
+        self._answered = False  # a chunk carried a choice: a stream of none is no reply at all
+        self._done = False
 
-    def feed(self, chunk: Any) -> list[ModelEvent]:
+    def feed(self, event: ServerEvent) -> list[ModelEvent]:
+        if self._done or event.data.startswith(_DONE):
+            self._done = True
+            return []
+        chunk = json.loads(event.data)
         if not isinstance(chunk, dict):
             return []
+        if isinstance(chunk.get("error"), dict):
+            # An error object in place of a chunk: the far end gave up after the status line was out.
+            raise self._model.error_answer(200, chunk)
         if usage := chunk.get("usage"):
             self._usage = _usage(usage)
         out: list[ModelEvent] = []
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
-            self.answered = True
+            self._answered = True
             if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+                self._finish_reason = choice["finish_reason"]
             delta = choice.get("delta")
             if not delta:
                 continue
@@ -205,6 +189,11 @@ class _StreamReader:
         return out
 
     def finish(self) -> list[ModelEvent]:
+        if not self._answered:
+            raise self._model.error("server", "the OpenAI endpoint sent a reply without any choices")
+        if self._finish_reason is None:
+            # A stream closed without its final chunk must not pass for a complete reply.
+            raise self._model.error("connection", "the OpenAI stream ended before the reply was complete")
         out: list[ModelEvent] = []
         for index in sorted(self._calls):
             slot = self._calls[index]
@@ -212,7 +201,7 @@ class _StreamReader:
             out.append(ToolCall(slot["id"] or f"call_{index}", slot["name"], parse_tool_input(raw)))
         if self._usage is not None:
             out.append(self._usage)
-        reason = _STOP_REASONS.get(self.finish_reason or "stop", self.finish_reason or "end_turn")
+        reason = _STOP_REASONS.get(self._finish_reason or "stop", self._finish_reason or "end_turn")
         # Some compatible servers report "stop" even when the turn ends in tool calls.
         out.append(Stop("tool_use" if self._calls else reason))
         return out
@@ -229,16 +218,3 @@ def _usage(usage: dict[str, Any]) -> Usage:
         cache_read_tokens=cached,
         cache_write_tokens=written,
     )
-
-
-# --- errors ---
-
-
-def _detail(err: openai.APIError) -> str:
-    body = err.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else None
-        if isinstance(message, str):
-            return message[:300]
-    return body[:300] if isinstance(body, str) else ""

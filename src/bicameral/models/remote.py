@@ -1,21 +1,37 @@
-"""What every model behind a vendor SDK shares: the lazy client, aclose, secrets and failure mapping."""
+"""What every model behind an HTTP completion API shares: the request, its retries, the stream, failures.
+
+The requests go out on httpx, which the Telegram client already loads; the vendor SDKs would add
+their own HTTP stack and 14-40 MB of imports to say the same few JSON documents.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol
 
-import httpx2
+import httpx
 
+from bicameral.backoff import backoff_delay
 from bicameral.models.base import Message, ModelError, ModelEvent, ToolSpec
+from bicameral.models.sse import ServerEvent, server_events
 from bicameral.redaction import Redactor
 
-# Gateways and local servers ignore the key, but both SDKs refuse to build a client without one.
-PLACEHOLDER_KEY = "not-needed"
 # The failures a second attempt may cure; the rest (auth, bad_request) will fail the same way again.
 RETRYABLE_KINDS = frozenset({"rate_limit", "overloaded", "server", "connection", "timeout"})
+# Statuses worth another try, as both vendors document them (409: a lock conflict on their side).
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_RETRY_BASE_SECONDS = 0.5
+_RETRY_CAP_SECONDS = 8.0
+_RETRY_AFTER_CAP_SECONDS = 60.0  # a longer wait is better spent telling the user
+# Enough for every chat's turn at once: a waiting request would only queue behind a finished reply.
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 _HEADLINES = {
     "rate_limit": "{} is rate-limiting requests",
     "overloaded": "{} is overloaded",
@@ -26,26 +42,25 @@ _HEADLINES = {
 }
 
 
-class _Client(Protocol):
-    """What the base needs of an SDK client beyond construction."""
+class StreamReader(Protocol):
+    """Turns one reply's server events into our events."""
 
-    async def close(self) -> None: ...
+    def feed(self, event: ServerEvent) -> list[ModelEvent]:
+        """Events for one server event; raises ModelError for an error event."""
+
+    def finish(self) -> list[ModelEvent]:
+        """Events once the stream has ended; raises ModelError if the reply was incomplete."""
 
 
-ClientT = TypeVar("ClientT", bound=_Client)
-
-
-class RemoteModel(ABC, Generic[ClientT]):
-    """A completion API reached over HTTP through its vendor SDK; subclasses speak the wire format."""
+class RemoteModel(ABC):
+    """A completion API reached over HTTP; subclasses speak its wire format."""
 
     provider: ClassVar[str]  # the `provider:` of a model reference
     default_base_url: ClassVar[str]
+    path: ClassVar[str]  # the completion endpoint, under the base URL
     service: ClassVar[str]  # how error texts name the far end
     key_setting: ClassVar[str]  # the environment variable holding the API key
     missing_key: ClassVar[str]  # what to tell the owner when neither key nor base URL is set
-    sdk_timeout: ClassVar[type[Exception]]  # the SDK's "no answer in time"
-    sdk_unreachable: ClassVar[type[Exception]]  # the SDK's "could not connect" (after its retries)
-    sdk_errors: ClassVar[type[Exception]]  # the SDK's other failures, mapped by `_sdk_error`
 
     def __init__(
         self,
@@ -56,7 +71,8 @@ class RemoteModel(ABC, Generic[ClientT]):
         max_retries: int,
         timeout: float,
         data_dir: Path,
-        http_client: httpx2.AsyncClient | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.name = f"{self.provider}:{model}"
         self.model = model
@@ -65,35 +81,38 @@ class RemoteModel(ABC, Generic[ClientT]):
         self.timeout = timeout
         self._api_key = api_key
         self._max_retries = max_retries
-        self._http_client = http_client
-        self._client: ClientT | None = None
+        self._shared_client = http_client
+        self._client: httpx.AsyncClient | None = None
+        self._sleep = sleep
         self._redact = Redactor([api_key] if api_key else [])
 
     async def stream(
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
     ) -> AsyncIterator[ModelEvent]:
         """One completion as a stream of events; raises ModelError on failure."""
-        client = self._get_client()
+        if not self._api_key and not self.base_url:
+            raise ModelError("auth", self.missing_key)
+        # "replace": a lone surrogate that slipped into a tool result must not sink the whole request.
+        body = json.dumps(self._body(system, messages, tools, max_tokens), ensure_ascii=False).encode("utf-8", "replace")
         try:
-            async for event in self._stream(client, system, messages, tools, max_tokens):
-                yield event
-        except (httpx2.TimeoutException, self.sdk_timeout):
+            async with self._response(body) as response:
+                reader = self._reader()
+                async for event in server_events(response.aiter_lines()):
+                    for out in self._read(reader, event):
+                        yield out
+            for out in reader.finish():
+                yield out
+        except httpx.TimeoutException:
             raise self.error("timeout", self.timeout_text()) from None
-        except self.sdk_unreachable:
+        except httpx.ConnectError:
             raise self.error("connection", f"could not connect to {self.service}") from None
-        except self.sdk_errors as err:
-            raise self._sdk_error(err) from None
-        except httpx2.TransportError as err:
-            # The SDKs wrap connect failures, but a connection dropped mid-stream surfaces raw.
+        except httpx.TransportError as err:
             raise self.error("connection", f"lost the connection to {self.service} mid-reply: {err}") from None
-        except ValueError as err:
-            # A status-200 body that is not the JSON it claims to be (a proxy's page, a cut-off event).
-            raise self.error("server", f"{self.service} sent a malformed reply: {err}") from None
 
     async def aclose(self) -> None:
         """Release the HTTP connection pool (a shared `http_client` is left to its owner)."""
-        if self._client is not None and self._http_client is None:
-            await self._client.close()
+        if self._client is not None and self._shared_client is None:
+            await self._client.aclose()
         self._client = None
 
     def error(self, kind: str, text: str) -> ModelError:
@@ -112,44 +131,124 @@ class RemoteModel(ABC, Generic[ClientT]):
             text += f"; check {self.key_setting}"
         return self.error(kind, text)
 
-    def expect_event_stream(self, response: httpx2.Response) -> None:
+    # --- what each wire format supplies ---
+
+    @abstractmethod
+    def _headers(self) -> dict[str, str]:
+        """Authentication and versioning headers for every request."""
+
+    @abstractmethod
+    def _body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> dict[str, Any]:
+        """The JSON body of a streamed completion request."""
+
+    @abstractmethod
+    def _reader(self) -> StreamReader:
+        """A reader for one reply's events."""
+
+    @abstractmethod
+    def error_answer(self, status: int, body: Any) -> ModelError:
+        """An error answer's `body` (parsed JSON, or its text when not JSON) as a ModelError; 200: an error event."""
+
+    # --- private ---
+
+    def _read(self, reader: StreamReader, event: ServerEvent) -> list[ModelEvent]:
+        try:
+            return reader.feed(event)
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            # Valid JSON of the wrong shape is as malformed as invalid JSON.
+            raise self.error("server", f"{self.service} sent a malformed reply: {type(err).__name__}: {err}") from None
+
+    @asynccontextmanager
+    async def _response(self, body: bytes) -> AsyncIterator[httpx.Response]:
+        response = await self._open(body)
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._shared_client is not None:
+            return self._shared_client
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout, limits=_LIMITS)
+        return self._client
+
+    def _url(self) -> str:
+        return (self.base_url or self.default_base_url).rstrip("/") + self.path
+
+    async def _open(self, body: bytes) -> httpx.Response:
+        """The streaming response to `body`, after the retries its failures allow; ModelError if none succeeds."""
+        client = self._http()
+        headers = {"content-type": "application/json", "accept": "text/event-stream", **self._headers()}
+        tries = 0
+        while True:
+            tries += 1
+            request = client.build_request("POST", self._url(), content=body, headers=headers)
+            try:
+                response = await client.send(request, stream=True)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                if tries > self._max_retries:
+                    raise
+                await self._sleep(backoff_delay(_RETRY_BASE_SECONDS, _RETRY_CAP_SECONDS, tries))
+                continue
+            if response.status_code < 400:
+                self._expect_event_stream(response)
+                return response
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            if tries > self._max_retries or not _worth_retrying(response):
+                raise self.error_answer(response.status_code, _parsed(response))
+            await self._sleep(_retry_delay(response.headers, tries))
+
+    def _expect_event_stream(self, response: httpx.Response) -> None:
         """Refuse a status-200 answer that is not a stream at all (an HTML error page, a JSON body)."""
         content_type = response.headers.get("content-type", "")
         if not content_type.startswith("text/event-stream"):
             shown = content_type.split(";")[0] or "no content type"
             raise self.error("server", f"{self.service} answered with {shown} instead of an event stream")
 
-    # --- what each wire format supplies ---
 
-    @abstractmethod
-    def _new_client(self, **options: Any) -> ClientT:
-        """The SDK client built from exactly these options."""
+def _worth_retrying(response: httpx.Response) -> bool:
+    # Both vendors say explicitly when a retry would (not) help; otherwise the status decides.
+    verdict: str | None = response.headers.get("x-should-retry")
+    if verdict in ("true", "false"):
+        return verdict == "true"
+    status: int = response.status_code
+    return status in _RETRY_STATUSES or status >= 500
 
-    @abstractmethod
-    def _stream(
-        self, client: ClientT, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
-    ) -> AsyncIterator[ModelEvent]:
-        """The request and its events in this API's wire format; SDK and transport errors propagate."""
 
-    @abstractmethod
-    def _sdk_error(self, err: Exception) -> ModelError:
-        """One of `sdk_errors` as a ModelError."""
+def _retry_delay(headers: Mapping[str, str], tries: int) -> float:
+    """What the server asked for (`retry-after-ms`, `retry-after`), else the backoff for this try."""
+    asked: float | None = None
+    if (millis := headers.get("retry-after-ms")) is not None:
+        asked = _number(millis)
+        asked = asked / 1000 if asked is not None else None
+    elif (after := headers.get("retry-after")) is not None:
+        asked = _number(after)
+        if asked is None:
+            try:
+                asked = parsedate_to_datetime(after).timestamp() - time.time()
+            except (TypeError, ValueError):
+                asked = None
+    if asked is not None and 0 <= asked <= _RETRY_AFTER_CAP_SECONDS:
+        return asked
+    return backoff_delay(_RETRY_BASE_SECONDS, _RETRY_CAP_SECONDS, tries)
 
-    # --- private ---
 
-    def _get_client(self) -> ClientT:
-        if self._client is None:
-            if not self._api_key and not self.base_url:
-                raise ModelError("auth", self.missing_key)
-            # Everything is passed explicitly so the SDK never falls back to env vars or profiles.
-            self._client = self._new_client(
-                api_key=self._api_key or PLACEHOLDER_KEY,
-                base_url=self.base_url or self.default_base_url,
-                max_retries=self._max_retries,
-                timeout=self.timeout,
-                http_client=self._http_client,
-            )
-        return self._client
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _parsed(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
 
 
 def _status_kind(status: int, overloaded: bool, body_kind: str | None) -> str:
