@@ -20,7 +20,7 @@ from bench.harness import pinned, shipped_mode
 from bench.idle import run_idle
 from bench.local import run_local
 from bench.memory import run_memory
-from bench.overhead import run_overhead
+from bench.overhead import run_overhead, run_overhead_subprocess
 from bench.recall import run_recall
 from bench.report import Figure, machine, print_report
 from bench.scheduler import run_scheduler
@@ -62,7 +62,9 @@ async def _memory(plan: Plan) -> list[Figure]:
 
 
 async def _overhead(plan: Plan) -> list[Figure]:
-    return (await run_overhead(plan.messages, plan.mode)).figures()
+    in_process = await run_overhead(plan.messages, plan.mode)
+    child = await run_overhead_subprocess(plan.messages, plan.mode)
+    return in_process.figures() + child.figures()
 
 
 async def _concurrency(plan: Plan) -> list[Figure]:

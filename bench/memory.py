@@ -45,7 +45,7 @@ class MemoryResult:
                    f"`python -m bicameral run`, Telegram + OpenAI-compatible model, {SETTLE_SECONDS:g} s after "
                    "answering its first message"),
             Figure(name, "subprocess RSS, idle, Anthropic model", self.child_idle_anthropic, "MiB",
-                   "the same with both chambers on anthropic: (its SDK instead of OpenAI's)"),
+                   "the same with both chambers on anthropic: (the Messages API instead of Chat Completions)"),
             Figure(name, f"subprocess RSS growth, {small.chats} active chats", (small.peak_rss_mib or 0.0) - self.child_idle,
                    "MiB", f"peak while {small.chats} chats' turns are in flight, minus idle"),
             Figure(name, f"subprocess RSS, {n} active chats", child.peak_rss_mib or 0.0, "MiB", peak),
@@ -107,7 +107,7 @@ async def _settled_bot(
 ) -> AsyncIterator[subprocess.Popen[bytes]]:
     """`bicameral run` polling, past one answered message and a settling pause; stopped on exit.
 
-    The answered message first: what loads lazily (the model's SDK, in the background) is then counted.
+    The answered message first: what loads or is built on first use (the model client, its TLS context) is then counted.
     """
     spawned = time.monotonic()
     proc = spawn_bot(telegram, models, data_dir, mode, provider)

@@ -1,8 +1,9 @@
-"""Harness overhead per message: sequential DMs against a zero-latency model."""
+"""Harness overhead per message: sequential DMs against a zero-latency model, in-process and as `bicameral run`."""
 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from bench.harness import (
     TimedTelegram,
     bench_settings,
     fakes,
+    open_access,
     percentile,
     running_app,
     tag,
@@ -19,11 +21,15 @@ from bench.harness import (
     tagged_responder,
     wait_until,
 )
-from bench.load import warm_up
+from bench.load import FIRST_CHAT, warm_up
+from bench.proc import spawn_bot, stop_bot, wait_ready
 from bench.report import Figure
 from tests.fakes.model_server import ModelServer, Request
 
 REPLY_TIMEOUT = 30.0
+# The child's chats take turns: by a chat's next message its last turn has long wound down (which
+# in-process is waited for directly), and no chat nears the shipped 20 messages a minute.
+SUBPROCESS_CHATS = 20
 
 
 @dataclass
@@ -31,6 +37,7 @@ class OverheadResult:
     """Per-message latencies in milliseconds, matched by tag."""
 
     messages: int
+    where: str = ""  # "" in-process (the fakes share the app's interpreter), "subprocess " for `bicameral run`
     answered: int = 0
     model_requests: int = 0
     inbound_to_model: list[float] = field(default_factory=list)
@@ -47,11 +54,11 @@ class OverheadResult:
              "model server completes the (last) request → fake receives sendMessage"),
             ("inbound → sendMessage", self.round_trip, "the whole turn, with a 0 s model"),
         ):
-            rows.append(Figure(name, f"{label} p50", percentile(values, 50), "ms", what))
-            rows.append(Figure(name, f"{label} p99", percentile(values, 99), "ms", f"max {max(values):.2f} ms"))
-        rows.append(Figure(name, "messages answered", self.answered, f"/ {self.messages}",
+            rows.append(Figure(name, f"{self.where}{label} p50", percentile(values, 50), "ms", what))
+            rows.append(Figure(name, f"{self.where}{label} p99", percentile(values, 99), "ms", f"max {max(values):.2f} ms"))
+        rows.append(Figure(name, f"{self.where}messages answered", self.answered, f"/ {self.messages}",
                            "sent one at a time, each after the previous turn ended"))
-        rows.append(Figure(name, "model requests per message", self.model_requests / max(self.messages, 1), "x"))
+        rows.append(Figure(name, f"{self.where}model requests per message", self.model_requests / max(self.messages, 1), "x"))
         return rows
 
 
@@ -73,8 +80,30 @@ async def run_overhead(messages: int = 200, mode: str | None = None) -> Overhead
         return _match(messages, sent, telegram, models)
 
 
+async def run_overhead_subprocess(messages: int = 200, mode: str | None = None) -> OverheadResult:
+    """The same with `python -m bicameral run` as a child: the fakes' work no longer shares its interpreter."""
+    with fakes() as (telegram, models), tempfile.TemporaryDirectory(prefix="bench-overhead-proc-") as tmp:
+        models.responder(tagged_responder(0.0))
+        data_dir = Path(tmp) / "data"
+        open_access(data_dir)
+        proc = spawn_bot(telegram, models, data_dir, mode)
+        sent: dict[int, tuple[int, int]] = {}
+        try:
+            await wait_ready(telegram, proc, time.monotonic())
+            await warm_up(telegram)
+            for i in range(messages):
+                before = telegram.replies
+                user = FIRST_CHAT + i % SUBPROCESS_CHATS
+                message = telegram.user_sends(user, f"hello {tag(i)}")
+                sent[i] = (user, int(message["message_id"]))
+                await wait_until(lambda before=before: telegram.replies > before, REPLY_TIMEOUT)
+        finally:
+            stop_bot(proc)
+        return _match(messages, sent, telegram, models, where="subprocess ")
+
+
 def _match(
-    messages: int, sent: dict[int, tuple[int, int]], telegram: TimedTelegram, models: ModelServer
+    messages: int, sent: dict[int, tuple[int, int]], telegram: TimedTelegram, models: ModelServer, where: str = ""
 ) -> OverheadResult:
     """Pair each message with its model requests and reply by tag, and record the gaps."""
     requests: dict[int, list[Request]] = defaultdict(list)
@@ -82,7 +111,7 @@ def _match(
         found = tag_of(request.last_user_text())
         if found is not None:
             requests[found].append(request)
-    result = OverheadResult(messages, model_requests=sum(len(r) for r in requests.values()))
+    result = OverheadResult(messages, where, model_requests=sum(len(r) for r in requests.values()))
     replies: dict[int, float] = {}
     for text, ts in telegram.send_calls():
         found = tag_of(text)
