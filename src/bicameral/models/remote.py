@@ -22,6 +22,7 @@ from bicameral.backoff import backoff_delay
 from bicameral.models.base import Message, ModelError, ModelEvent, ToolSpec
 from bicameral.models.sse import ServerEvent, server_events
 from bicameral.redaction import Redactor
+from bicameral.tls import service_context
 
 # The failures a second attempt may cure; the rest (auth, bad_request) will fail the same way again.
 RETRYABLE_KINDS = frozenset({"rate_limit", "overloaded", "server", "connection", "timeout"})
@@ -170,7 +171,7 @@ class RemoteModel(ABC):
         if self._shared_client is not None:
             return self._shared_client
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout, limits=_LIMITS)
+            self._client = httpx.AsyncClient(timeout=self.timeout, limits=_LIMITS, verify=service_context())
         return self._client
 
     def _url(self) -> str:

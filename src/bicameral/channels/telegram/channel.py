@@ -20,6 +20,7 @@ from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 from bicameral.imports import warm_in_background
 from bicameral.redaction import Redactor
+from bicameral.tls import service_context
 from bicameral.types import Sleep
 
 from .actions import ActionPerformer, retry_seconds
@@ -76,6 +77,7 @@ class TelegramChannel:
             connect_timeout=10,
             pool_timeout=30,
             media_write_timeout=60,
+            httpx_kwargs={"verify": service_context()},
         )
         self._bot = Bot(
             self._token,
