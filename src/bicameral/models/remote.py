@@ -20,6 +20,7 @@ import httpx
 
 from bicameral.backoff import backoff_delay
 from bicameral.models.base import Message, ModelError, ModelEvent, ToolSpec
+from bicameral.models.pools import Pools
 from bicameral.models.sse import ServerEvent, server_events
 from bicameral.redaction import Redactor
 from bicameral.tls import service_context
@@ -31,8 +32,8 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
 _RETRY_AFTER_CAP_SECONDS = 60.0  # a longer wait is better spent telling the user
-# Enough for every chat's turn at once: a waiting request would only queue behind a finished reply.
-_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+# Per pool (see pools.py): no request ever waits for a connection, and few idle ones are kept.
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=8)
 _HEADLINES = {
     "rate_limit": "{} is rate-limiting requests",
     "overloaded": "{} is overloaded",
@@ -83,7 +84,7 @@ class RemoteModel(ABC):
         self._api_key = api_key
         self._max_retries = max_retries
         self._shared_client = http_client
-        self._client: httpx.AsyncClient | None = None
+        self._pools = Pools(self._new_client)
         self._sleep = sleep
         self._redact = Redactor([api_key] if api_key else [])
 
@@ -112,9 +113,7 @@ class RemoteModel(ABC):
 
     async def aclose(self) -> None:
         """Release the HTTP connection pool (a shared `http_client` is left to its owner)."""
-        if self._client is not None and self._shared_client is None:
-            await self._client.aclose()
-        self._client = None
+        await self._pools.aclose()
 
     def error(self, kind: str, text: str) -> ModelError:
         """A ModelError whose text carries no configured secret."""
@@ -161,25 +160,29 @@ class RemoteModel(ABC):
 
     @asynccontextmanager
     async def _response(self, body: bytes) -> AsyncIterator[httpx.Response]:
-        response = await self._open(body)
-        try:
-            yield response
-        finally:
-            await response.aclose()
+        async with self._lend() as client:
+            response = await self._open(client, body)
+            try:
+                yield response
+            finally:
+                await response.aclose()
 
-    def _http(self) -> httpx.AsyncClient:
+    @asynccontextmanager
+    async def _lend(self) -> AsyncIterator[httpx.AsyncClient]:
         if self._shared_client is not None:
-            return self._shared_client
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout, limits=_LIMITS, verify=service_context())
-        return self._client
+            yield self._shared_client
+            return
+        async with self._pools.client() as client:
+            yield client
+
+    def _new_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=self.timeout, limits=_LIMITS, verify=service_context())
 
     def _url(self) -> str:
         return (self.base_url or self.default_base_url).rstrip("/") + self.path
 
-    async def _open(self, body: bytes) -> httpx.Response:
+    async def _open(self, client: httpx.AsyncClient, body: bytes) -> httpx.Response:
         """The streaming response to `body`, after the retries its failures allow; ModelError if none succeeds."""
-        client = self._http()
         headers = {"content-type": "application/json", "accept": "text/event-stream", **self._headers()}
         tries = 0
         while True:
