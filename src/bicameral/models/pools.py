@@ -13,11 +13,12 @@ from contextlib import asynccontextmanager
 
 import httpx
 
+POOL_SIZE = 32  # requests per pool before the next one is used; each scan then stays under ~1,000 steps
 
 class Pools:
     """Lends a client for the length of one request: the first pool with room, else the least busy."""
 
-    def __init__(self, build: Callable[[], httpx.AsyncClient], *, count: int = 8, per_pool: int = 32) -> None:
+    def __init__(self, build: Callable[[], httpx.AsyncClient], *, count: int = 8, per_pool: int = POOL_SIZE) -> None:
         self._build = build
         self._per_pool = per_pool
         self._clients: list[httpx.AsyncClient | None] = [None] * count

@@ -20,7 +20,7 @@ import httpx
 
 from bicameral.backoff import backoff_delay
 from bicameral.models.base import Message, ModelError, ModelEvent, ToolSpec
-from bicameral.models.pools import Pools
+from bicameral.models.pools import POOL_SIZE, Pools
 from bicameral.models.sse import ServerEvent, server_events
 from bicameral.redaction import Redactor
 from bicameral.tls import service_context
@@ -32,8 +32,9 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
 _RETRY_AFTER_CAP_SECONDS = 60.0  # a longer wait is better spent telling the user
-# Per pool (see pools.py): no request ever waits for a connection, and few idle ones are kept.
-_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=8)
+# Per pool (see pools.py): no request ever waits for a connection, and a pool's share of a burst
+# stays connected for the next one (a new TLS connection to a provider costs a handshake).
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=POOL_SIZE)
 _HEADLINES = {
     "rate_limit": "{} is rate-limiting requests",
     "overloaded": "{} is overloaded",
