@@ -10,8 +10,9 @@ import bicameral
 SRC = Path(bicameral.__file__).parent
 NETWORK_MODULES = {"httpx", "httpx2", "aiohttp", "requests", "urllib3", "socket", "http.client", "urllib.request", "websockets"}
 HTTP_CLIENTS = {"httpx", "httpx2", "aiohttp", "requests", "urllib3"}
-# The model adapters speak to their configured API, never to a URL a user or model chose.
-MAY_CONNECT = {"web", "models", "channels", "mcp"}
+# The model adapters speak to their configured API, never to a URL a user or model chose; `tls`
+# only builds the certificate check those fixed-service clients share.
+MAY_CONNECT = {"web", "models", "channels", "mcp", "tls"}
 
 
 def _network(path: Path, modules: set[str]) -> set[str]:
