@@ -559,6 +559,27 @@ async def test_platform_errors_are_results_not_exceptions(fake: FakeTelegram, ch
     assert not result.ok and "blocked" in (result.error or "")
 
 
+@pytest.mark.parametrize("answer", [{"text": "sent, but no id"}, {"message_id": "7"}, {"message_id": True}, True, None])
+async def test_an_answer_without_a_message_id_fails_the_send(
+    fake: FakeTelegram, channel: TelegramChannel, answer: object
+) -> None:
+    fake.register_method("sendMessage", lambda params: answer)
+    result = await channel.perform(SendText(f"telegram:{DM}", "hello"))
+    assert not result.ok and result.retry_after is None  # it may have arrived: sending again could repeat it
+    assert result.error == "Telegram SendText failed: sendMessage answered without a message id"
+
+
+@pytest.mark.parametrize("started", [False, True])
+async def test_a_refused_token_on_a_send_reads_as_telegram_said(
+    fake: FakeTelegram, channel: TelegramChannel, started: bool
+) -> None:
+    if started:
+        await channel.start(Inbox(), lambda reason: None)
+    fake.fail_next("sendMessage", status=401, description="Unauthorized")
+    result = await channel.perform(SendText(f"telegram:{DM}", "hello"))
+    assert (result.ok, result.error, result.retry_after) == (False, "Telegram SendText failed: Unauthorized", None)
+
+
 async def test_send_file_inside_data_dir(fake: FakeTelegram, channel: TelegramChannel, settings: Settings) -> None:
     (settings.data_dir / "out").mkdir(parents=True)
     (settings.data_dir / "out" / "report.txt").write_bytes(b"the report")

@@ -8,9 +8,9 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from telegram import Bot, InputFile, Message, ReactionTypeEmoji, ReplyParameters
+from telegram import Bot, InputFile
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TelegramError
 
@@ -28,6 +28,8 @@ from bicameral.events import (
 )
 from bicameral.types import Sleep
 
+from . import api
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -43,7 +45,10 @@ IN_FLIGHT = 16
 
 
 class ActionPerformer:
-    """Turns one Action into Bot API calls; never raises for platform failures."""
+    """Turns one Action into Bot API calls; never raises for platform failures.
+
+    Calls go out through `api`, as JSON both ways: of an answer only the new message's id is read.
+    """
 
     def __init__(
         self,
@@ -122,19 +127,24 @@ class ActionPerformer:
             # Only the first chunk replies; the rest follow it as a continuation.
             reply = _reply(reply_to) if index == 0 else None
 
-            def send(text: str, mode: ParseMode | None, reply: ReplyParameters | None = reply) -> Awaitable[Message]:
-                return self._bot.send_message(
-                    chat_id, text, parse_mode=mode, reply_parameters=reply, message_thread_id=thread
-                )
+            def send(text: str, mode: ParseMode | None, reply: dict[str, Any] | None = reply) -> Awaitable[int]:
+                params = {
+                    "chat_id": chat_id,
+                    "text": text,
+                    "parse_mode": mode,
+                    "reply_parameters": reply,
+                    "message_thread_id": thread,
+                }
+                return api.send(self._bot, "sendMessage", params)
 
             try:
-                message = await self._formatted(send, chunk)
+                message_id = await self._formatted(send, chunk)
             except TelegramError as exc:
                 # Report what did arrive, so the core can edit or delete partial output.
                 return ActionResult(
                     ok=False, message_ids=tuple(sent), error=self.describe(exc, action), retry_after=retry_after(exc)
                 )
-            sent.append(str(message.message_id))
+            sent.append(str(message_id))
         return ActionResult(ok=True, message_ids=tuple(sent))
 
     async def _edit_text(self, chat_id: int, action: EditText) -> ActionResult:
@@ -143,7 +153,8 @@ class ActionPerformer:
             return ActionResult.failed("nothing to send: the text is empty")
 
         def edit(text: str, mode: ParseMode | None) -> Awaitable[object]:
-            return self._bot.edit_message_text(text=text, chat_id=chat_id, message_id=message_id, parse_mode=mode)
+            params = {"chat_id": chat_id, "message_id": message_id, "text": text, "parse_mode": mode}
+            return api.call(self._bot, "editMessageText", params)
 
         try:
             await self._formatted(edit, action.text)
@@ -156,7 +167,9 @@ class ActionPerformer:
     async def _delete(self, chat_id: int, action: DeleteMessage) -> ActionResult:
         message_id = _required_int(action.message_id, "message id")
         try:
-            await self._retrying(lambda: self._bot.delete_message(chat_id, message_id))
+            await self._retrying(
+                lambda: api.call(self._bot, "deleteMessage", {"chat_id": chat_id, "message_id": message_id})
+            )
         except BadRequest as exc:
             # Already gone is the state we wanted.
             if "message to delete not found" not in exc.message.lower():
@@ -165,8 +178,8 @@ class ActionPerformer:
 
     async def _react(self, chat_id: int, action: React) -> ActionResult:
         message_id = _required_int(action.message_id, "message id")
-        reaction = [ReactionTypeEmoji(emoji=action.emoji)]
-        await self._retrying(lambda: self._bot.set_message_reaction(chat_id, message_id, reaction=reaction))
+        params = {"chat_id": chat_id, "message_id": message_id, "reaction": [{"type": "emoji", "emoji": action.emoji}]}
+        await self._retrying(lambda: api.call(self._bot, "setMessageReaction", params))
         return ActionResult(ok=True, message_ids=(action.message_id,))
 
     async def _typing(self, chat_id: int, action: Typing) -> ActionResult:
@@ -181,9 +194,8 @@ class ActionPerformer:
             return ActionResult(ok=True)
         self._typing_shown.setdefault(chat_id, {})[thread] = now
         try:
-            await self._retrying(
-                lambda: self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
-            )
+            params = {"chat_id": chat_id, "action": ChatAction.TYPING, "message_thread_id": thread}
+            await self._retrying(lambda: api.call(self._bot, "sendChatAction", params))
         except BaseException:
             self._typing_shown.get(chat_id, {}).pop(thread, None)
             raise
@@ -206,27 +218,33 @@ class ActionPerformer:
 
         as_photo = action.kind == "photo"
 
-        def send(caption: str | None, mode: ParseMode | None) -> Awaitable[Message]:
-            common = dict(caption=caption, parse_mode=mode, reply_parameters=reply, message_thread_id=thread)
-            if as_photo:
-                return self._bot.send_photo(chat_id, upload, **common)  # type: ignore[arg-type]
-            return self._bot.send_document(chat_id, upload, **common)  # type: ignore[arg-type]
+        def send(caption: str | None, mode: ParseMode | None) -> Awaitable[int]:
+            method, field = ("sendPhoto", "photo") if as_photo else ("sendDocument", "document")
+            params = {
+                "chat_id": chat_id,
+                field: upload,
+                "caption": caption,
+                "parse_mode": mode,
+                "reply_parameters": reply,
+                "message_thread_id": thread,
+            }
+            return api.send(self._bot, method, params)
 
-        async def attempt() -> Message:
+        async def attempt() -> int:
             if action.caption and action.caption.strip():
                 return await self._formatted(send, action.caption)
             return await self._retrying(lambda: send(None, None))
 
         try:
-            message = await attempt()
+            message_id = await attempt()
         except BadRequest as exc:
             if not as_photo:
                 raise
             # Telegram refuses some images as photos (odd dimensions, formats it cannot process); a document always fits.
             log.info("Telegram refused %s as a photo (%s); sending it as a document", path.name, exc.message)
             as_photo = False
-            message = await attempt()
-        return ActionResult(ok=True, message_ids=(str(message.message_id),))
+            message_id = await attempt()
+        return ActionResult(ok=True, message_ids=(str(message_id),))
 
     # --- shared machinery ---
 
@@ -286,11 +304,11 @@ def telegram_chat_id(chat: str) -> int:
     return _required_int(native, "chat id")
 
 
-def _reply(message_id: int | None) -> ReplyParameters | None:
-    # allow_sending_without_reply: a deleted referent must not lose the answer.
+def _reply(message_id: int | None) -> dict[str, Any] | None:
+    """The Bot API's ReplyParameters; allow_sending_without_reply: a deleted referent must not lose the answer."""
     if message_id is None:
         return None
-    return ReplyParameters(message_id=message_id, allow_sending_without_reply=True)
+    return {"message_id": message_id, "allow_sending_without_reply": True}
 
 
 def _required_int(value: str, what: str) -> int:

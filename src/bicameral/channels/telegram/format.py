@@ -18,8 +18,10 @@ TELEGRAM_LIMIT = 4096
 """Telegram's maximum message length."""
 
 
+@functools.lru_cache(maxsize=16)
 def markdown_to_html(md: str) -> str:
     """Render Markdown into the HTML subset Telegram accepts with parse_mode=HTML."""
+    # Cached: the splitter renders a chunk to measure it, and the sender renders that same chunk again.
     root = SyntaxTreeNode(_parser().parse(md))
     rendered = _Renderer().blocks(root.children, "\n\n", 0).strip()
     if not rendered.strip() and md.strip():
@@ -36,6 +38,12 @@ def split_for_telegram(md: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
     # markdown-it treats \r\n and lone \r as line ends; normalising first keeps its line
     # numbers aligned with our offsets.
     text = md.replace("\r\n", "\n").replace("\r", "\n")
+    if not _NON_SPACE_RE.search(text):
+        return []
+    whole = _tidy(text)
+    # Most replies fit one message: a single render settles that, where the splitter parses and probes.
+    if len(whole) <= limit and _rendered_size(whole) <= limit:
+        return [whole]
     return _Splitter(text, limit).chunks()
 
 

@@ -1,24 +1,20 @@
-"""Translating Telegram updates into Inbound values; files travel as references, not downloaded here."""
+"""Translating raw Telegram update dicts into Inbound values; files travel as references, not downloaded here."""
 
 from __future__ import annotations
 
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from telegram import Message, Update, User
 
 from bicameral.config import Settings
 from bicameral.events import AttachmentRef, ChatType, Inbound, InboundKind, Quoted, Sender, chat_key
+
+from .wire import Malformed, Message, Update, User, read_update
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "telegram"
 _CHAT_TYPES: frozenset[str] = frozenset({"private", "group", "supergroup", "channel"})
-# JSON may escape half of a surrogate pair on its own; json.loads joins real pairs, so any surrogate
-# left in a string is a lone half that UTF-8, and so the store, cannot encode.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -29,12 +25,8 @@ class BotIdentity:
     username: str
 
 
-def translate(
-    update: Update | dict[str, Any],
-    bot: BotIdentity,
-    settings: Settings,
-) -> Inbound | None:
-    """One update as an Inbound, or None for malformed or content-free updates."""
+def translate(update: object, bot: BotIdentity, settings: Settings) -> Inbound | None:
+    """One raw update as an Inbound, or None for malformed or content-free updates."""
     parsed = parse_update(update)
     if parsed is None:
         return None
@@ -56,7 +48,7 @@ def translate(
         text=text,
         ts=_timestamp(message, kind),
         kind=kind,
-        chat_type=_chat_type(str(message.chat.type)),
+        chat_type=_chat_type(message.chat.type),
         chat_title=message.chat.title,
         reply_to=_quoted(message, bot),
         attachment_refs=tuple(refs),
@@ -68,31 +60,13 @@ def translate(
 
 
 def parse_update(update: object) -> Update | None:
-    """Validate a raw update; log one warning and return None when it is malformed."""
-    if isinstance(update, Update):
-        return update
-    update_id = update.get("update_id", "?") if isinstance(update, dict) else "?"
-    if not isinstance(update, dict):
-        _skip(update_id, f"expected an object, got {type(update).__name__}")
-        return None
+    """Read a raw update dict, with its strings repaired; log one warning and return None when it is malformed."""
     try:
-        # PTB builds its objects without validating them, so a wrong field surfaces here as a
-        # KeyError or TypeError, or later in translate(); the caller skips the update either way.
-        return Update.de_json(repaired(update), None)
-    except Exception as exc:
-        _skip(update_id, f"{type(exc).__name__}: {exc}")
+        return read_update(update)
+    except Malformed as exc:
+        update_id = update.get("update_id", "?") if isinstance(update, dict) else "?"
+        _skip(update_id, str(exc))
     return None
-
-
-def repaired(value: Any) -> Any:
-    """`value` with every string made encodable: each lone surrogate becomes U+FFFD, nothing is refused."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {key: repaired(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [repaired(item) for item in value]
-    return value
 
 
 def is_addressed(message: Message, bot: BotIdentity, bot_name: str) -> bool:
@@ -181,7 +155,7 @@ def _is_topic_root(message: Message) -> bool:
         message.is_topic_message
         and reply is not None
         and reply.message_id == message.message_thread_id
-        and reply.forum_topic_created is not None
+        and reply.forum_topic_created
     )
 
 
@@ -207,8 +181,7 @@ def _chat_type(value: str) -> ChatType:
 
 
 def _timestamp(message: Message, kind: InboundKind) -> float:
-    value = message.edit_date if kind == "edit" and message.edit_date else message.date
-    return value.timestamp()
+    return float(message.edit_date if kind == "edit" and message.edit_date else message.date)
 
 
 def _skip(update_id: object, reason: str) -> None:
