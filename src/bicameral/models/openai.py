@@ -70,7 +70,7 @@ class OpenAIModel(RemoteModel):
 def build_request(
     system: str, messages: list[Message], tools: list[ToolSpec], data_dir: Path
 ) -> dict[str, Any]:
-    """The `messages` and `tools` arguments for chat.completions.create."""
+    """The `messages` and `tools` of a Chat Completions request."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in messages:
         if message.role == "assistant":

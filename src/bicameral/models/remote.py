@@ -113,7 +113,7 @@ class RemoteModel(ABC):
             raise self.error("connection", f"lost the connection to {self.service} mid-reply: {err}") from None
 
     async def aclose(self) -> None:
-        """Release the HTTP connection pool (a shared `http_client` is left to its owner)."""
+        """Release the connection pools (a shared `http_client` is left to its owner)."""
         await self._pools.aclose()
 
     def error(self, kind: str, text: str) -> ModelError:
@@ -196,23 +196,23 @@ class RemoteModel(ABC):
                     raise
                 await self._sleep(backoff_delay(_RETRY_BASE_SECONDS, _RETRY_CAP_SECONDS, tries))
                 continue
-            if response.status_code < 400:
-                self._expect_event_stream(response)
+            if response.status_code < 400 and _is_event_stream(response):
                 return response
             try:
                 await response.aread()
             finally:
                 await response.aclose()
+            if response.status_code < 400:
+                # Success that is not a stream at all: a proxy's HTML page, a JSON body.
+                shown = response.headers.get("content-type", "").split(";")[0] or "no content type"
+                raise self.error("server", f"{self.service} answered with {shown} instead of an event stream")
             if tries > self._max_retries or not _worth_retrying(response):
                 raise self.error_answer(response.status_code, _parsed(response))
             await self._sleep(_retry_delay(response.headers, tries))
 
-    def _expect_event_stream(self, response: httpx.Response) -> None:
-        """Refuse a status-200 answer that is not a stream at all (an HTML error page, a JSON body)."""
-        content_type = response.headers.get("content-type", "")
-        if not content_type.startswith("text/event-stream"):
-            shown = content_type.split(";")[0] or "no content type"
-            raise self.error("server", f"{self.service} answered with {shown} instead of an event stream")
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    return str(response.headers.get("content-type", "")).startswith("text/event-stream")
 
 
 def _worth_retrying(response: httpx.Response) -> bool:
