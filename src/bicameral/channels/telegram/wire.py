@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -93,8 +94,8 @@ def read_update(raw: object) -> Update:
     data = _as_object(raw, "update")
     return Update(
         update_id=_required(data, "update_id", int, "update"),
-        message=_optional_message(data, "message", "update"),
-        edited_message=_optional_message(data, "edited_message", "update"),
+        message=_nested(data, "message", _message, "update"),
+        edited_message=_nested(data, "edited_message", _message, "update"),
     )
 
 
@@ -111,26 +112,21 @@ def _message(data: JSONObject, where: str) -> Message:
         message_id=_required(data, "message_id", int, where),
         date=_required(data, "date", int, where),
         chat=_chat(_required(data, "chat", dict, where), f"{where}.chat"),
-        from_user=_optional_user(data, "from", where),
-        sender_chat=_optional_chat(data, "sender_chat", where),
+        from_user=_nested(data, "from", _user, where),
+        sender_chat=_nested(data, "sender_chat", _chat, where),
         text=_string(data, "text", where),
         caption=_string(data, "caption", where),
         entities=_entities(data, "entities", where),
         caption_entities=_entities(data, "caption_entities", where),
         photo=tuple(_photo_size(item, path) for item, path in _objects(data, "photo", where)),
-        document=_optional_document(data, "document", where),
-        reply_to_message=_optional_message(data, "reply_to_message", where),
+        document=_nested(data, "document", _document, where),
+        reply_to_message=_nested(data, "reply_to_message", _message, where),
         media_group_id=_string(data, "media_group_id", where),
         message_thread_id=_optional(data, "message_thread_id", int, where),
         is_topic_message=_optional(data, "is_topic_message", bool, where) or False,
         forum_topic_created=_optional(data, "forum_topic_created", dict, where) is not None,
         edit_date=_optional(data, "edit_date", int, where),
     )
-
-
-def _optional_message(data: JSONObject, key: str, where: str) -> Message | None:
-    value = _optional(data, key, dict, where)
-    return None if value is None else _message(value, f"{where}.{key}")
 
 
 def _user(data: JSONObject, where: str) -> User:
@@ -143,11 +139,6 @@ def _user(data: JSONObject, where: str) -> User:
     )
 
 
-def _optional_user(data: JSONObject, key: str, where: str) -> User | None:
-    value = _optional(data, key, dict, where)
-    return None if value is None else _user(value, f"{where}.{key}")
-
-
 def _chat(data: JSONObject, where: str) -> Chat:
     return Chat(
         id=_required(data, "id", int, where),
@@ -157,14 +148,9 @@ def _chat(data: JSONObject, where: str) -> Chat:
     )
 
 
-def _optional_chat(data: JSONObject, key: str, where: str) -> Chat | None:
-    value = _optional(data, key, dict, where)
-    return None if value is None else _chat(value, f"{where}.{key}")
-
-
 def _entities(data: JSONObject, key: str, where: str) -> tuple[Entity, ...]:
     return tuple(
-        Entity(type=_required_string(item, "type", path), user=_optional_user(item, "user", path))
+        Entity(type=_required_string(item, "type", path), user=_nested(item, "user", _user, path))
         for item, path in _objects(data, key, where)
     )
 
@@ -178,16 +164,12 @@ def _photo_size(data: JSONObject, where: str) -> PhotoSize:
     )
 
 
-def _optional_document(data: JSONObject, key: str, where: str) -> Document | None:
-    value = _optional(data, key, dict, where)
-    if value is None:
-        return None
-    path = f"{where}.{key}"
+def _document(data: JSONObject, where: str) -> Document:
     return Document(
-        file_id=_required_string(value, "file_id", path),
-        file_name=_string(value, "file_name", path),
-        file_size=_optional(value, "file_size", int, path),
-        mime_type=_string(value, "mime_type", path),
+        file_id=_required_string(data, "file_id", where),
+        file_name=_string(data, "file_name", where),
+        file_size=_optional(data, "file_size", int, where),
+        mime_type=_string(data, "mime_type", where),
     )
 
 
@@ -210,6 +192,12 @@ def _required(data: JSONObject, key: str, kind: type[T], where: str) -> T:
     if value is None:
         raise Malformed(f"{where}.{key} is missing")
     return value
+
+
+def _nested(data: JSONObject, key: str, read: Callable[[JSONObject, str], T], where: str) -> T | None:
+    """An object field read by `read`, None when absent or null."""
+    value = _optional(data, key, dict, where)
+    return None if value is None else read(value, f"{where}.{key}")
 
 
 def _string(data: JSONObject, key: str, where: str) -> str | None:
