@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,6 @@ Build = Callable[..., RemoteModel]
 
 
 @pytest.fixture
-def server() -> Iterator[ModelServer]:
-    with ModelServer() as srv:
-        yield srv
-
-
-@pytest.fixture
 def slept() -> list[float]:
     """The delays the model under test waited between tries (recorded, not slept)."""
     return []
@@ -34,9 +28,9 @@ def slept() -> list[float]:
 
 @pytest.fixture(params=["anthropic", "openai"])
 async def build(
-    request: pytest.FixtureRequest, server: ModelServer, tmp_path: Path, slept: list[float]
+    request: pytest.FixtureRequest, models: ModelServer, tmp_path: Path, slept: list[float]
 ) -> AsyncIterator[Build]:
-    """Build the adapter under test against `server` (or `base_url`), closing it afterwards."""
+    """Build the adapter under test against `models` (or `base_url`), closing it afterwards."""
     built: list[RemoteModel] = []
 
     async def record(seconds: float) -> None:
@@ -46,7 +40,7 @@ async def build(
         *, max_retries: int = 0, api_key: str | None = API_KEY, base_url: str | None = None, timeout: float = 10.0
     ) -> RemoteModel:
         cls: Any = AnthropicModel if request.param == "anthropic" else OpenAIModel
-        url = base_url or (server.url if request.param == "anthropic" else server.openai_url)
+        url = base_url or (models.url if request.param == "anthropic" else models.openai_url)
         model = cls("m", api_key=api_key, base_url=url, max_retries=max_retries, timeout=timeout, data_dir=tmp_path, sleep=record)
         built.append(model)
         return model
@@ -64,9 +58,9 @@ async def _ask(model: RemoteModel) -> str:
 # ---- what goes on the wire ------------------------------------------------------------------------
 
 
-async def test_each_api_gets_its_own_credentials_header(build: Build, server: ModelServer) -> None:
+async def test_each_api_gets_its_own_credentials_header(build: Build, models: ModelServer) -> None:
     await _ask(build())
-    headers = {k.lower(): v for k, v in server.requests[0].headers.items()}
+    headers = {k.lower(): v for k, v in models.requests[0].headers.items()}
     if build.api == "anthropic":  # type: ignore[attr-defined]
         assert headers["x-api-key"] == API_KEY and headers["anthropic-version"] == API_VERSION
         assert "authorization" not in headers
@@ -75,41 +69,41 @@ async def test_each_api_gets_its_own_credentials_header(build: Build, server: Mo
     assert headers["content-type"] == "application/json"
 
 
-async def test_without_a_key_no_credentials_are_made_up(build: Build, server: ModelServer) -> None:
+async def test_without_a_key_no_credentials_are_made_up(build: Build, models: ModelServer) -> None:
     assert await _ask(build(api_key=None)) == "ok"
-    headers = {k.lower() for k in server.requests[0].headers}
+    headers = {k.lower() for k in models.requests[0].headers}
     assert not headers & {"authorization", "x-api-key"}
 
 
-async def test_the_body_keeps_text_beyond_ascii_as_utf8(build: Build, server: ModelServer) -> None:
+async def test_the_body_keeps_text_beyond_ascii_as_utf8(build: Build, models: ModelServer) -> None:
     model = build()
     await complete(model, "sys", [Message.user("Grüße, 世界")], [], 32)
-    assert server.requests[0].last_user_text() == "Grüße, 世界"
+    assert models.requests[0].last_user_text() == "Grüße, 世界"
 
 
 # ---- retries --------------------------------------------------------------------------------------
 
 
 async def test_server_errors_are_retried_after_the_backoff_or_the_asked_delay(
-    build: Build, server: ModelServer, slept: list[float]
+    build: Build, models: ModelServer, slept: list[float]
 ) -> None:
-    server.script(
+    models.script(
         Reply(error_status=500),
         Reply(error_status=429, retry_after=2.5),
         Reply(error_status=503, headers={"retry-after-ms": "1200"}),
         Reply(text="third time lucky"),
     )
     assert await _ask(build(max_retries=3)) == "third time lucky"
-    assert [r.status for r in await server.await_completed(4)] == [500, 429, 503, 200]
+    assert [r.status for r in await models.await_completed(4)] == [500, 429, 503, 200]
     assert slept == [0.5, 2.5, 1.2]
 
 
-async def test_retries_stop_at_the_limit_with_the_last_error(build: Build, server: ModelServer, slept: list[float]) -> None:
-    server.script(*(Reply(error_status=529, error_message="busy") for _ in range(3)))
+async def test_retries_stop_at_the_limit_with_the_last_error(build: Build, models: ModelServer, slept: list[float]) -> None:
+    models.script(*(Reply(error_status=529, error_message="busy") for _ in range(3)))
     with pytest.raises(ModelError) as caught:
         await _ask(build(max_retries=2))
     assert caught.value.kind == "overloaded" and "HTTP 529" in str(caught.value)
-    assert len(await server.await_completed(3)) == 3 and slept == [0.5, 1.0]
+    assert len(await models.await_completed(3)) == 3 and slept == [0.5, 1.0]
 
 
 @pytest.mark.parametrize(
@@ -121,23 +115,23 @@ async def test_retries_stop_at_the_limit_with_the_last_error(build: Build, serve
     ],
 )
 async def test_what_a_retry_cannot_cure_is_not_retried(
-    build: Build, server: ModelServer, slept: list[float], reply: Reply, kind: str
+    build: Build, models: ModelServer, slept: list[float], reply: Reply, kind: str
 ) -> None:
-    server.script(reply, Reply(text="never asked for"))
+    models.script(reply, Reply(text="never asked for"))
     with pytest.raises(ModelError) as caught:
         await _ask(build(max_retries=3))
     assert caught.value.kind == kind
-    assert len(server.requests) == 1 and slept == []
+    assert len(models.requests) == 1 and slept == []
 
 
-async def test_the_server_may_ask_for_a_retry_of_a_client_error(build: Build, server: ModelServer, slept: list[float]) -> None:
-    server.script(Reply(error_status=400, headers={"x-should-retry": "true"}), Reply(text="fine now"))
+async def test_the_server_may_ask_for_a_retry_of_a_client_error(build: Build, models: ModelServer, slept: list[float]) -> None:
+    models.script(Reply(error_status=400, headers={"x-should-retry": "true"}), Reply(text="fine now"))
     assert await _ask(build(max_retries=1)) == "fine now"
     assert slept == [0.5]
 
 
-async def test_an_absurd_retry_after_falls_back_to_the_backoff(build: Build, server: ModelServer, slept: list[float]) -> None:
-    server.script(Reply(error_status=429, retry_after=86_400), Reply(text="ok"))
+async def test_an_absurd_retry_after_falls_back_to_the_backoff(build: Build, models: ModelServer, slept: list[float]) -> None:
+    models.script(Reply(error_status=429, retry_after=86_400), Reply(text="ok"))
     assert await _ask(build(max_retries=1)) == "ok"
     assert slept == [0.5]
 
@@ -149,8 +143,8 @@ async def test_an_unreachable_server_is_tried_again_then_reported(build: Build, 
     assert slept == [0.5, 1.0]
 
 
-async def test_a_silent_server_is_a_timeout(build: Build, server: ModelServer) -> None:
-    server.script(Reply(text="too late", latency=30))
+async def test_a_silent_server_is_a_timeout(build: Build, models: ModelServer) -> None:
+    models.script(Reply(text="too late", latency=30))
     with pytest.raises(ModelError) as caught:
         await _ask(build(timeout=0.3))
     assert caught.value.kind == "timeout" and caught.value.retryable and "0.3s" in str(caught.value)
