@@ -151,8 +151,6 @@ class _StreamReader:
         self._finished = False
 
     def feed(self, event: ServerEvent) -> list[ModelEvent]:
-        if event.event == "ping":
-            return []
         data = json.loads(event.data)
         kind = data["type"]
         if kind == "error":
