@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +83,13 @@ async def test_the_body_keeps_text_beyond_ascii_as_utf8(build: Build, models: Mo
     assert models.requests[0].last_user_text() == "Grüße, 世界"
 
 
+async def test_a_lone_surrogate_in_the_history_does_not_sink_the_request(build: Build, models: ModelServer) -> None:
+    model = build()
+    result = await complete(model, "sys", [Message.user("broken \ud800 half")], [], 32)
+    assert result.text == "ok"
+    assert models.requests[0].last_user_text() == "broken ? half"
+
+
 # ---- retries --------------------------------------------------------------------------------------
 
 
@@ -128,6 +137,14 @@ async def test_the_server_may_ask_for_a_retry_of_a_client_error(build: Build, mo
     models.script(Reply(error_status=400, headers={"x-should-retry": "true"}), Reply(text="fine now"))
     assert await _ask(build(max_retries=1)) == "fine now"
     assert slept == [0.5]
+
+
+async def test_a_retry_after_date_is_waited_for(build: Build, models: ModelServer, slept: list[float]) -> None:
+    later = formatdate(time.time() + 5, usegmt=True)
+    models.script(Reply(error_status=503, headers={"retry-after": later}), Reply(text="ok"))
+    assert await _ask(build(max_retries=1)) == "ok"
+    # The date has whole seconds, and the answer takes its time to arrive.
+    assert len(slept) == 1 and 2 < slept[0] <= 5
 
 
 async def test_an_absurd_retry_after_falls_back_to_the_backoff(build: Build, models: ModelServer, slept: list[float]) -> None:
