@@ -198,6 +198,18 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
 
+    # --- the standard proxy variables, for the Bot API and model API connections (web fetches go direct) ---
+    https_proxy: str | None = Field(default=None, validation_alias="HTTPS_PROXY")
+    http_proxy: str | None = Field(default=None, validation_alias="HTTP_PROXY")
+    all_proxy: str | None = Field(default=None, validation_alias="ALL_PROXY")
+    no_proxy: str | None = Field(default=None, validation_alias="NO_PROXY")
+
+    def proxy_variables(self) -> dict[str, str]:
+        """The proxy variables that are set, by their usual names."""
+        values = {"HTTPS_PROXY": self.https_proxy, "HTTP_PROXY": self.http_proxy}
+        values |= {"ALL_PROXY": self.all_proxy, "NO_PROXY": self.no_proxy}
+        return {name: value for name, value in values.items() if value}
+
     @field_validator("back_model", "front_model")
     @classmethod
     def _check_model_ref(cls, value: str) -> str:

@@ -381,15 +381,16 @@ async def test_missing_local_model_file_is_unavailable(tmp_path: Path) -> None:
 
 
 async def test_shared_http_client_is_used_and_left_open(server: ModelServer, tmp_path: Path) -> None:
-    import httpx
+    from bicameral.transport import HttpClient, Proxies
 
     settings = _settings(tmp_path, anthropic_base_url=server.url, openai_base_url=server.openai_url)
-    async with httpx.AsyncClient() as shared:
-        for ref in ("anthropic:claude-test", "openai:gpt-test"):
-            model: Any = build_model(ref, settings, http_client=shared)
-            assert (await complete(model, "", [Message.user("hi")], [], 8)).text == "ok"
-            await model.aclose()
-            assert not shared.is_closed
+    shared = HttpClient(proxies=Proxies.none())
+    for ref in ("anthropic:claude-test", "openai:gpt-test"):
+        model: Any = build_model(ref, settings, http_client=shared)
+        assert (await complete(model, "", [Message.user("hi")], [], 8)).text == "ok"
+        await model.aclose()
+        assert shared.idle_connections() == 1  # the connection it used is still held, for the next one
+    await shared.aclose()
     assert len(server.requests) == 2
 
 

@@ -13,8 +13,8 @@ SRC = Path(bicameral.__file__).parent
 # of its own layer or above. Top-level modules count as packages of their own.
 LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction", "imports"},  # vocabulary, and what never loads
-    # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the TLS context
-    {"types", "backoff", "observe", "prompts", "failures", "markup", "tls"},
+    # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the HTTP client
+    {"types", "backoff", "observe", "prompts", "failures", "markup", "transport"},
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
     {"mcp", "agent", "tasks", "conversation", "scheduler"},  # the machinery every mode shares

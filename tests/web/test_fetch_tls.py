@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import ssl
 import threading
 from collections.abc import Iterator
@@ -12,39 +11,12 @@ from ipaddress import ip_network
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from bicameral.tools.web import FetchArgs, WebFetch
 from bicameral.web.address import AddressPolicy
 from bicameral.web.fetch import WebFetcher
+from tests.support.certificates import self_signed
 from tests.web.conftest import Resolver
-
-
-def _self_signed(name: str, directory: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / f"{name}.pem", directory / f"{name}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
 
 
 @dataclass
@@ -57,7 +29,7 @@ class TlsSite:
 
 @pytest.fixture
 def tls_site(tmp_path: Path) -> Iterator[TlsSite]:
-    cert, key = _self_signed("secure.test", tmp_path)
+    cert, key = self_signed("secure.test", tmp_path)
     seen_names: list[str | None] = []
     seen_hosts: list[str] = []
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import bicameral
 
 SRC = Path(bicameral.__file__).parent
-NETWORK_MODULES = {"httpx", "httpx2", "aiohttp", "requests", "urllib3", "socket", "http.client", "urllib.request", "websockets"}
-HTTP_CLIENTS = {"httpx", "httpx2", "aiohttp", "requests", "urllib3"}
-# The model adapters speak to their configured API, never to a URL a user or model chose; `tls`
-# only builds the certificate check those fixed-service clients share.
-MAY_CONNECT = {"web", "models", "channels", "mcp", "tls"}
+HTTP_CLIENTS = {"httpx", "httpx2", "aiohttp", "requests", "urllib3", "h11", "bicameral.transport"}
+NETWORK_MODULES = HTTP_CLIENTS | {"socket", "http.client", "urllib.request", "websockets"}
+# The model adapters and channels speak to their configured services, never to a URL a user or model
+# chose; `transport` is the client they share, and checks no address (bicameral.web does that).
+MAY_CONNECT = {"web", "models", "channels", "mcp", "transport"}
 
 
 def _network(path: Path, modules: set[str]) -> set[str]:

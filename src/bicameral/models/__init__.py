@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from bicameral.config import ModelRef, Settings, parse_model_ref
 from bicameral.models.base import Message, Model, ModelError, complete
+from bicameral.transport import Proxies
 
 if TYPE_CHECKING:
     from bicameral.models.local import LocalModel
+    from bicameral.transport import HttpClient
 
 __all__ = ["build_model", "describe", "ping"]
 
@@ -17,9 +19,10 @@ __all__ = ["build_model", "describe", "ping"]
 _DEFAULT_LOCAL_NAMES = {"", "default", "smollm2"}
 
 
-def build_model(ref: str, settings: Settings, *, http_client: Any = None) -> Model:
-    """The Model adapter for `ref`; `http_client` (an httpx.AsyncClient) is shared when given."""
+def build_model(ref: str, settings: Settings, *, http_client: HttpClient | None = None) -> Model:
+    """The Model adapter for `ref`; `http_client` is shared when given."""
     parsed = parse_model_ref(ref)
+    proxies = Proxies.from_environment(settings.proxy_variables())
     # Adapters are imported when configured: the local one pulls in llama.cpp.
     if parsed.provider == "anthropic":
         from bicameral.models.anthropic import AnthropicModel
@@ -32,6 +35,7 @@ def build_model(ref: str, settings: Settings, *, http_client: Any = None) -> Mod
             timeout=settings.model_timeout_seconds,
             data_dir=settings.data_dir,
             http_client=http_client,
+            proxies=proxies,
         )
     if parsed.provider == "openai":
         from bicameral.models.openai import OpenAIModel
@@ -44,6 +48,7 @@ def build_model(ref: str, settings: Settings, *, http_client: Any = None) -> Mod
             timeout=settings.model_timeout_seconds,
             data_dir=settings.data_dir,
             http_client=http_client,
+            proxies=proxies,
         )
     if parsed.provider == "local":
         return _local_model(parsed, settings)

@@ -1,7 +1,7 @@
 """What every model behind an HTTP completion API shares: the request, its retries, the stream, failures.
 
-The requests go out on httpx, which the Telegram client already loads; the vendor SDKs would add
-their own HTTP stack and 14-40 MB of imports to say the same few JSON documents.
+The requests go out on bicameral.transport, the client the Bot API calls use too; the vendor SDKs
+would add their own HTTP stack and 14-40 MB of imports to say the same few JSON documents.
 """
 
 from __future__ import annotations
@@ -16,14 +16,11 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-import httpx
-
 from bicameral.backoff import backoff_delay
 from bicameral.models.base import Message, ModelError, ModelEvent, ToolSpec
-from bicameral.models.pools import POOL_SIZE, Pools
 from bicameral.models.sse import ServerEvent, server_events
 from bicameral.redaction import Redactor
-from bicameral.tls import service_context
+from bicameral.transport import ConnectError, HttpClient, Proxies, Response, Timeouts, TransportError, TransportTimeout
 
 # The failures a second attempt may cure; the rest (auth, bad_request) will fail the same way again.
 RETRYABLE_KINDS = frozenset({"rate_limit", "overloaded", "server", "connection", "timeout"})
@@ -32,9 +29,8 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
 _RETRY_AFTER_CAP_SECONDS = 60.0  # a longer wait is better spent telling the user
-# Per pool (see pools.py): no request ever waits for a connection, and a pool's share of a burst
-# stays connected for the next one (a new TLS connection to a provider costs a handshake).
-_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=POOL_SIZE)
+# Connections kept for the next burst: a new TLS connection to a provider costs a handshake.
+_IDLE_CONNECTIONS = 256
 _HEADLINES = {
     "rate_limit": "{} is rate-limiting requests",
     "overloaded": "{} is overloaded",
@@ -74,7 +70,8 @@ class RemoteModel(ABC):
         max_retries: int,
         timeout: float,
         data_dir: Path,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: HttpClient | None = None,
+        proxies: Proxies | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.name = f"{self.provider}:{model}"
@@ -85,7 +82,8 @@ class RemoteModel(ABC):
         self._api_key = api_key
         self._max_retries = max_retries
         self._shared_client = http_client
-        self._pools = Pools(self._new_client)
+        self._own_client: HttpClient | None = None
+        self._proxies = proxies
         self._sleep = sleep
         self._redact = Redactor([api_key] if api_key else [])
 
@@ -100,21 +98,22 @@ class RemoteModel(ABC):
         try:
             async with self._response(body) as response:
                 reader = self._reader()
-                async for event in server_events(response.aiter_lines()):
+                async for event in server_events(response.lines()):
                     for out in self._read(reader, event):
                         yield out
             for out in reader.finish():
                 yield out
-        except httpx.TimeoutException:
+        except TransportTimeout:
             raise self.error("timeout", self.timeout_text()) from None
-        except httpx.ConnectError:
+        except ConnectError:
             raise self.error("connection", f"could not connect to {self.service}") from None
-        except httpx.TransportError as err:
+        except TransportError as err:
             raise self.error("connection", f"lost the connection to {self.service} mid-reply: {err}") from None
 
     async def aclose(self) -> None:
-        """Release the connection pools (a shared `http_client` is left to its owner)."""
-        await self._pools.aclose()
+        """Close the kept-alive connections (a shared `http_client` is left to its owner)."""
+        if self._own_client is not None:
+            await self._own_client.aclose()
 
     def error(self, kind: str, text: str) -> ModelError:
         """A ModelError whose text carries no configured secret."""
@@ -160,68 +159,63 @@ class RemoteModel(ABC):
             raise self.error("server", f"{self.service} sent a malformed reply: {type(err).__name__}: {err}") from None
 
     @asynccontextmanager
-    async def _response(self, body: bytes) -> AsyncIterator[httpx.Response]:
-        async with self._lend() as client:
-            response = await self._open(client, body)
-            try:
-                yield response
-            finally:
-                await response.aclose()
+    async def _response(self, body: bytes) -> AsyncIterator[Response]:
+        response = await self._open(body)
+        try:
+            yield response
+        finally:
+            await response.aclose()
 
-    @asynccontextmanager
-    async def _lend(self) -> AsyncIterator[httpx.AsyncClient]:
+    def _client(self) -> HttpClient:
         if self._shared_client is not None:
-            yield self._shared_client
-            return
-        async with self._pools.client() as client:
-            yield client
-
-    def _new_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.timeout, limits=_LIMITS, verify=service_context())
+            return self._shared_client
+        if self._own_client is None:
+            timeouts = Timeouts(connect=self.timeout, read=self.timeout, write=self.timeout)
+            self._own_client = HttpClient(timeouts=timeouts, idle_per_origin=_IDLE_CONNECTIONS, proxies=self._proxies)
+        return self._own_client
 
     def _url(self) -> str:
         return (self.base_url or self.default_base_url).rstrip("/") + self.path
 
-    async def _open(self, client: httpx.AsyncClient, body: bytes) -> httpx.Response:
+    async def _open(self, body: bytes) -> Response:
         """The streaming response to `body`, after the retries its failures allow; ModelError if none succeeds."""
+        client = self._client()
         headers = {"content-type": "application/json", "accept": "text/event-stream", **self._headers()}
         tries = 0
         while True:
             tries += 1
-            request = client.build_request("POST", self._url(), content=body, headers=headers)
             try:
-                response = await client.send(request, stream=True)
-            except (httpx.ConnectError, httpx.ConnectTimeout):
-                if tries > self._max_retries:
+                response = await client.send("POST", self._url(), headers=headers, body=body)
+            except (ConnectError, TransportTimeout) as err:
+                if tries > self._max_retries or (isinstance(err, TransportTimeout) and err.phase != "connect"):
                     raise
                 await self._sleep(backoff_delay(_RETRY_BASE_SECONDS, _RETRY_CAP_SECONDS, tries))
                 continue
-            if response.status_code < 400 and _is_event_stream(response):
+            if response.status < 400 and _is_event_stream(response):
                 return response
             try:
-                await response.aread()
+                await response.read()
             finally:
                 await response.aclose()
-            if response.status_code < 400:
+            if response.status < 400:
                 # Success that is not a stream at all: a proxy's HTML page, a JSON body.
                 shown = response.headers.get("content-type", "").split(";")[0] or "no content type"
                 raise self.error("server", f"{self.service} answered with {shown} instead of an event stream")
             if tries > self._max_retries or not _worth_retrying(response):
-                raise self.error_answer(response.status_code, _parsed(response))
+                raise self.error_answer(response.status, _parsed(response))
             await self._sleep(_retry_delay(response.headers, tries))
 
 
-def _is_event_stream(response: httpx.Response) -> bool:
+def _is_event_stream(response: Response) -> bool:
     return str(response.headers.get("content-type", "")).startswith("text/event-stream")
 
 
-def _worth_retrying(response: httpx.Response) -> bool:
+def _worth_retrying(response: Response) -> bool:
     # Both vendors say explicitly when a retry would (not) help; otherwise the status decides.
     verdict: str | None = response.headers.get("x-should-retry")
     if verdict in ("true", "false"):
         return verdict == "true"
-    status: int = response.status_code
-    return status in _RETRY_STATUSES or status >= 500
+    return response.status in _RETRY_STATUSES or response.status >= 500
 
 
 def _retry_delay(headers: Mapping[str, str], tries: int) -> float:
@@ -249,7 +243,7 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _parsed(response: httpx.Response) -> Any:
+def _parsed(response: Response) -> Any:
     try:
         return response.json()
     except ValueError:

@@ -39,8 +39,8 @@ _TextCall = Callable[[str, ParseMode | None], Awaitable[T]]
 MAX_TEXT = 4096
 MAX_RETRIES = 3
 MAX_RETRY_AFTER = 60.0
-# Bot API calls in flight at once. The HTTP pool scans every waiting request on each hand-off, so a
-# burst of hundreds of calls queued there costs quadratic time; they queue here instead, in order.
+# Bot API calls in flight at once: a burst of hundreds of replies queues here, in order, rather than
+# opening a connection to Telegram for each.
 IN_FLIGHT = 16
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from telegram import Bot
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
-from telegram.request import HTTPXRequest
 
 from bicameral.backoff import Backoff
 from bicameral.channels.base import InboundSink, OnEnd
@@ -20,12 +19,13 @@ from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 from bicameral.imports import warm_in_background
 from bicameral.redaction import Redactor
-from bicameral.tls import service_context
+from bicameral.transport import Proxies
 from bicameral.types import Sleep
 
 from .actions import ActionPerformer, retry_seconds
 from .admins import with_admin_flag
 from .media import AttachmentStore
+from .request import BotRequest
 from .updates import BotIdentity, translate
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ BACKOFF_MAX = 30.0
 # within about a second, and an idle bot costs next to nothing.
 IDLE_INTERVAL = 1.0
 IDLE_FLOOR = 0.25
-CONNECTIONS = 32  # the actions' in-flight cap, plus the long poll and file downloads
+CONNECTIONS = 32  # idle connections kept: the actions' in-flight cap, plus the long poll and file downloads
 BAD_TOKEN = "Telegram rejected the token: check BICAMERAL_TELEGRAM_TOKEN"
 CONFLICT = (
     "Telegram reports another process polling this bot token (409 Conflict): "
@@ -70,14 +70,13 @@ class TelegramChannel:
             raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not a valid bot token (expected <id>:<secret>)")
         api = settings.telegram_api_url.rstrip("/")
         # One connection pool for every call, the long poll included (see _get_updates).
-        self._request = HTTPXRequest(
-            connection_pool_size=CONNECTIONS,
+        self._request = BotRequest(
+            connect_timeout=10,
             read_timeout=30,
             write_timeout=30,
-            connect_timeout=10,
-            pool_timeout=30,
             media_write_timeout=60,
-            httpx_kwargs={"verify": service_context()},
+            connections=CONNECTIONS,
+            proxies=Proxies.from_environment(settings.proxy_variables()),
         )
         self._bot = Bot(
             self._token,
