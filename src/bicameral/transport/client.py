@@ -120,7 +120,6 @@ class HttpClient:
             try:
                 await connection.send(method, request_target, request_headers, body, timeouts)
                 head = await connection.receive_head(timeouts)
-                break
             except TransportTimeout:
                 connection.close()
                 raise
@@ -130,10 +129,16 @@ class HttpClient:
                 # so a new connection may carry it. A new one that fails has failed for real.
                 if connection is not reused or connection.heard:
                     raise
-                connection = await self._connect(target, route, timeouts)
             except BaseException:
                 connection.close()  # cancelled half-way: nobody knows what the server has seen
                 raise
+            else:
+                if head.status_code != 408 or connection is not reused:
+                    break
+                # A 408 on a kept-alive connection: the server gave it up as idle before our request came.
+                connection.close()
+            reused = None
+            connection = await self._connect(target, route, timeouts)
         carrier = connection
         return Response(head, carrier.receive_body(timeouts), lambda complete: self._release(key, carrier, complete))
 
@@ -181,9 +186,13 @@ class HttpClient:
                     reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=server_name)
                 else:
                     reader, writer = await asyncio.open_connection(host, port)
-                    if tls is not None:
-                        await _tunnel(reader, writer, target, route)
-                        await writer.start_tls(tls, server_hostname=target.host)
+                    try:
+                        if tls is not None:
+                            await _tunnel(reader, writer, target, route)
+                            await writer.start_tls(tls, server_hostname=target.host)
+                    except BaseException:
+                        writer.close()
+                        raise
         except TimeoutError:
             raise TransportTimeout("connect", f"could not connect to {where} within {timeouts.connect:g}s") from None
         except ssl.SSLCertVerificationError as err:

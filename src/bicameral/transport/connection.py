@@ -13,7 +13,9 @@ from .errors import ProtocolError, Timeouts, TransportError, TransportTimeout
 from .lines import text_lines
 
 _READ_SIZE = 65536
-_MAX_HEADERS = 64 * 1024  # an answer's status line and headers; h11 refuses more as a protocol error
+# An answer's status line and headers: h11 refuses an unfinished head past this, so with reads of
+# _READ_SIZE no head beyond twice this size gets through, and none costs more memory than that.
+_MAX_HEADERS = 32 * 1024
 
 
 class Connection:
@@ -28,12 +30,14 @@ class Connection:
         self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEADERS)
 
     def reusable(self) -> bool:
-        """Idle, open, and not closed by the server while it waited (an EOF already arrived)."""
+        """Idle, open, and silent since its last answer: no EOF, and nothing unasked for (a 408 before a close)."""
         return (
             self._h11.our_state is h11.IDLE
             and self._h11.their_state is h11.IDLE
             and not self._writer.is_closing()
             and not self._reader.at_eof()
+            # StreamReader has no public way to ask whether bytes wait in its buffer.
+            and not getattr(self._reader, "_buffer", b"")
         )
 
     def close(self) -> None:
