@@ -197,7 +197,8 @@ class HttpClient:
             raise TransportTimeout("connect", f"could not connect to {where} within {timeouts.connect:g}s") from None
         except ssl.SSLCertVerificationError as err:
             raise ConnectError(f"the TLS certificate of {target.host} did not check out: {err.verify_message}") from None
-        except (OSError, ssl.SSLError) as err:
+        except (OSError, ssl.SSLError, UnicodeError) as err:
+            # UnicodeError: a name the IDNA codec refuses (an empty or over-long label) before any lookup.
             raise ConnectError(f"could not connect to {where}: {err}") from None
         return Connection(reader, writer, target.origin)
 

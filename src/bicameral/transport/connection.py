@@ -14,7 +14,7 @@ from .lines import text_lines
 
 _READ_SIZE = 65536
 # An answer's status line and headers: h11 refuses an unfinished head past this, so with reads of
-# _READ_SIZE no head beyond twice this size gets through, and none costs more memory than that.
+# _READ_SIZE no head beyond this plus one read (96 KiB) gets through, nor costs more memory.
 _MAX_HEADERS = 32 * 1024
 
 
