@@ -77,6 +77,14 @@ async def test_without_a_key_no_credentials_are_made_up(build: Build, models: Mo
     assert not headers & {"authorization", "x-api-key"}
 
 
+async def test_a_key_pasted_with_its_line_break_is_refused_unsent_and_unquoted(build: Build, models: ModelServer) -> None:
+    key = "pasted-key-0123456789\nx-injected: yes"
+    with pytest.raises(ModelError) as caught:
+        await _ask(build(api_key=key))
+    assert "forbids" in str(caught.value) and "pasted-key" not in str(caught.value)
+    assert models.requests == []
+
+
 async def test_the_body_keeps_text_beyond_ascii_as_utf8(build: Build, models: ModelServer) -> None:
     model = build()
     await complete(model, "sys", [Message.user("Grüße, 世界")], [], 32)

@@ -2,7 +2,7 @@
 
 httpx spends about 1 ms of CPU per request on its models, hooks and pool bookkeeping; a message
 makes three requests (getUpdates, the model, sendMessage). This client does what those calls need
-and no more: keep-alive pools per origin, TLS, timeouts, HTTP proxies from the environment.
+and no more: keep-alive pools per origin, TLS, timeouts, HTTP proxies, one retry of a stale connection.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from .proxies import Proxies, ProxyRoute
 
 _USER_AGENT = "bicameral"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_MAX_PROXY_ANSWER = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -37,9 +36,16 @@ class _Target:
         return f"{self.scheme}://{self.host}:{self.port}"
 
     @property
+    def address(self) -> str:
+        """host:port, an IPv6 address in brackets."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    @property
     def authority(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
-        return f"{host}:{self.port}" if self.port != (443 if self.scheme == "https" else 80) else host
+        """The Host header: the port only when it is not the scheme's own."""
+        if self.port != (443 if self.scheme == "https" else 80):
+            return self.address
+        return f"[{self.host}]" if ":" in self.host else self.host
 
 
 class HttpClient:
@@ -178,7 +184,7 @@ class HttpClient:
     async def _connect(self, target: _Target, route: ProxyRoute | None, timeouts: Timeouts) -> Connection:
         tls = self._context() if target.scheme == "https" else None
         host, port = (route.host, route.port) if route else (target.host, target.port)
-        where = f"{route.host}:{route.port} (proxy for {target.host})" if route else f"{target.host}:{target.port}"
+        where = f"{route.host}:{route.port} (proxy for {target.host})" if route else target.address
         try:
             async with asyncio.timeout(timeouts.connect):
                 if route is None:
@@ -212,7 +218,7 @@ class HttpClient:
 
 async def _tunnel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, target: _Target, route: ProxyRoute) -> None:
     """Ask an HTTP proxy for a tunnel to the target; ConnectError unless it agrees."""
-    authority = f"[{target.host}]:{target.port}" if ":" in target.host else f"{target.host}:{target.port}"
+    authority = target.address
     lines = [f"CONNECT {authority} HTTP/1.1", f"Host: {authority}"]
     if route.authorization:
         lines.append(f"Proxy-Authorization: {route.authorization}")
@@ -248,15 +254,18 @@ def _request_headers(
 
 @lru_cache(maxsize=256)
 def _target(url: str) -> _Target:
-    """The parts of an absolute http(s) URL; the same few URLs come back on every message."""
+    """The parts of an absolute http(s) URL; the same few URLs come back on every message.
+
+    Errors never quote the URL: a Bot API URL carries the token.
+    """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise TransportError(f"not an http(s) URL: {url[:200]!r}")
+        raise TransportError(f"not an http(s) URL with a host (scheme {scheme[:20]!r})")
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
-        raise TransportError(f"bad port in URL: {url[:200]!r}") from None
+        raise TransportError(f"a URL for {parts.hostname[:100]} with a port out of range") from None
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return _Target(scheme, parts.hostname, port, path)
 

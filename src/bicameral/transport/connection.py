@@ -46,10 +46,18 @@ class Connection:
 
     async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, timeouts: Timeouts) -> None:
         """Write one request, whole."""
-        data = self._h11.send(h11.Request(method=method, target=target, headers=headers))
-        if body:
-            data += self._h11.send(h11.Data(data=body))
-        data += self._h11.send(h11.EndOfMessage())
+        try:
+            data = self._h11.send(h11.Request(method=method, target=target, headers=headers))
+            if body:
+                data += self._h11.send(h11.Data(data=body))
+            data += self._h11.send(h11.EndOfMessage())
+        except h11.LocalProtocolError:
+            # A header with a line break (a key pasted with its newline) must not reach the wire. h11's
+            # message quotes the value, which may be a credential: it is not passed on.
+            self.close()
+            raise TransportError(
+                f"cannot send this request to {self.origin}: a header holds a character HTTP forbids (a line break?)"
+            ) from None
         self._writer.write(data)
         if self._writer.transport.get_write_buffer_size():
             try:
