@@ -139,14 +139,14 @@ class HttpClient:
                 connection.close()  # cancelled half-way: nobody knows what the server has seen
                 raise
             else:
-                if head.status_code != 408 or connection is not reused:
+                if head.status != 408 or connection is not reused:
                     break
                 # A 408 on a kept-alive connection: the server gave it up as idle before our request came.
                 connection.close()
             reused = None
             connection = await self._connect(target, route, timeouts)
         carrier = connection
-        return Response(head, carrier.receive_body(timeouts), lambda complete: self._release(key, carrier, complete))
+        return Response(head, carrier.receive_body(head, timeouts), lambda complete: self._release(key, carrier, complete))
 
     def idle_connections(self) -> int:
         """Idle kept-alive connections held, over all origins."""

@@ -1,21 +1,21 @@
-"""One HTTP/1.1 connection over asyncio streams, framed by h11, and the answer read from it."""
+"""One HTTP/1.1 connection over asyncio streams, and the answer read from it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
-
-import h11
 
 from .errors import ProtocolError, Timeouts, TransportError, TransportTimeout
 from .lines import text_lines
+from .wire import BY_LENGTH, CHUNKED, NO_BODY, Framing, Head, chunk_size, encode_request, framing, head_end, parse_head
 
 _READ_SIZE = 65536
-# An answer's status line and headers: h11 refuses an unfinished head past this, so with reads of
-# _READ_SIZE no head beyond this plus one read (96 KiB) gets through, nor costs more memory.
+# An answer's status line and headers: checked after every read, so no head beyond this plus one
+# read (96 KiB) is ever held.
 _MAX_HEADERS = 32 * 1024
+_MAX_LINE = 8 * 1024  # a chunk-size or trailer line
 
 
 class Connection:
@@ -27,13 +27,18 @@ class Connection:
         self.heard = False  # any bytes of the current answer arrived
         self._reader = reader
         self._writer = writer
-        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEADERS)
+        self._buffer = bytearray()
+        self._busy = False  # a request is out and its answer not yet read to the end
+        self._keep_alive = True
+        self._method = ""
+        self._asked_to_close = False
 
     def reusable(self) -> bool:
         """Idle, open, and silent since its last answer: no EOF, and nothing unasked for (a 408 before a close)."""
         return (
-            self._h11.our_state is h11.IDLE
-            and self._h11.their_state is h11.IDLE
+            not self._busy
+            and self._keep_alive
+            and not self._buffer
             and not self._writer.is_closing()
             and not self._reader.at_eof()
             # StreamReader has no public way to ask whether bytes wait in its buffer.
@@ -42,22 +47,18 @@ class Connection:
 
     def close(self) -> None:
         """Drop the socket; nothing to wait for, the transport closes in the background."""
+        self._keep_alive = False
         self._writer.close()
 
     async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, timeouts: Timeouts) -> None:
         """Write one request, whole."""
         try:
-            data = self._h11.send(h11.Request(method=method, target=target, headers=headers))
-            if body:
-                data += self._h11.send(h11.Data(data=body))
-            data += self._h11.send(h11.EndOfMessage())
-        except h11.LocalProtocolError:
-            # A header with a line break (a key pasted with its newline) must not reach the wire. h11's
-            # message quotes the value, which may be a credential: it is not passed on.
+            data = encode_request(method, target, headers, body)
+        except TransportError as err:
             self.close()
-            raise TransportError(
-                f"cannot send this request to {self.origin}: a header holds a character HTTP forbids (a line break?)"
-            ) from None
+            raise TransportError(f"cannot send this request to {self.origin}: {err}") from None
+        self._busy, self.heard, self._method = True, False, method
+        self._asked_to_close = any(name.lower() == "connection" and "close" in value.lower() for name, value in headers)
         self._writer.write(data)
         if self._writer.transport.get_write_buffer_size():
             try:
@@ -68,58 +69,101 @@ class Connection:
             except (ConnectionError, OSError) as err:
                 raise TransportError(f"lost the connection to {self.origin} while sending: {err}") from None
 
-    async def receive_head(self, timeouts: Timeouts) -> h11.Response:
+    async def receive_head(self, timeouts: Timeouts) -> Head:
         """The status line and headers of the answer (informational 1xx answers skipped)."""
         while True:
-            event = await self._next_event(timeouts)
-            if isinstance(event, h11.Response):
-                return event
-            if not isinstance(event, h11.InformationalResponse):
-                raise ProtocolError(f"{self.origin} sent {type(event).__name__} before an answer")
+            end = head_end(self._buffer)
+            while end == -1:
+                if len(self._buffer) > _MAX_HEADERS:
+                    raise ProtocolError(f"{self.origin} sent more than {_MAX_HEADERS // 1024} KiB of headers")
+                if not await self._fill(timeouts):
+                    raise ProtocolError(f"{self.origin} closed the connection before the answer was complete")
+                end = head_end(self._buffer)
+            head = parse_head(bytes(self._buffer[: end]).rstrip(b"\r\n"))
+            del self._buffer[:end]
+            if head.status == 101:
+                raise ProtocolError(f"{self.origin} switched protocols, which was not asked for")
+            if head.status >= 200:
+                return head
 
-    async def receive_body(self, timeouts: Timeouts) -> AsyncIterator[bytes]:
+    async def receive_body(self, head: Head, timeouts: Timeouts) -> AsyncIterator[bytes]:
         """The body's chunks; afterwards the connection is ready for its next request, or closed."""
-        while True:
-            event = await self._next_event(timeouts)
-            if isinstance(event, h11.Data):
-                yield bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            else:
-                raise ProtocolError(f"{self.origin} sent {type(event).__name__} inside a body")
-        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
-            self._h11.start_next_cycle()
-            self.heard = False
-        else:
-            self.close()  # either side asked to close (Connection: close, HTTP/1.0)
+        frame = framing(head, self._method, self._asked_to_close)
+        self._keep_alive = frame.keep_alive
+        if frame.kind == CHUNKED:
+            async for piece in self._chunked(timeouts):
+                yield piece
+        elif frame.kind != NO_BODY:
+            async for piece in self._sized(frame, timeouts):
+                yield piece
+        self._busy = False
+        if not self.reusable():
+            self.close()
 
-    async def _next_event(self, timeouts: Timeouts) -> Any:
+    async def _sized(self, frame: Framing, timeouts: Timeouts) -> AsyncIterator[bytes]:
+        """A body of a declared length, or one that lasts until the server closes."""
+        remaining = frame.length if frame.kind == BY_LENGTH else -1
+        while remaining:
+            if not self._buffer and not await self._fill(timeouts):
+                if remaining > 0:
+                    raise ProtocolError(f"{self.origin} closed the connection before the answer was complete")
+                return
+            piece = self._take(remaining if remaining > 0 else len(self._buffer))
+            remaining -= len(piece) if remaining > 0 else 0
+            yield piece
+
+    async def _chunked(self, timeouts: Timeouts) -> AsyncIterator[bytes]:
+        while size := chunk_size(await self._line(timeouts)):
+            while size:
+                if not self._buffer and not await self._fill(timeouts):
+                    raise ProtocolError(f"{self.origin} closed the connection before the answer was complete")
+                piece = self._take(size)
+                size -= len(piece)
+                yield piece
+            if await self._line(timeouts):
+                raise ProtocolError(f"{self.origin} sent a chunk longer than its size")
+        while await self._line(timeouts):
+            pass  # trailers carry nothing we use
+
+    def _take(self, most: int) -> bytes:
+        piece = bytes(self._buffer[:most])
+        del self._buffer[:most]
+        return piece
+
+    async def _line(self, timeouts: Timeouts) -> bytes:
+        """One line of chunked framing, without its ending."""
+        while (end := self._buffer.find(b"\n")) == -1:
+            if len(self._buffer) > _MAX_LINE:
+                raise ProtocolError(f"{self.origin} sent an over-long line in a chunked body")
+            if not await self._fill(timeouts):
+                raise ProtocolError(f"{self.origin} closed the connection before the answer was complete")
+        line = bytes(self._buffer[:end]).removesuffix(b"\r")
+        del self._buffer[: end + 1]
+        return line
+
+    async def _fill(self, timeouts: Timeouts) -> bool:
+        """Read more of the answer into the buffer; False when the server has closed."""
         try:
-            event = self._h11.next_event()
-            while event is h11.NEED_DATA:
-                try:
-                    async with asyncio.timeout(timeouts.read):
-                        data = await self._reader.read(_READ_SIZE)
-                except TimeoutError:
-                    raise TransportTimeout("read", f"{self.origin} did not answer within {timeouts.read:g}s") from None
-                except (ConnectionError, OSError) as err:
-                    raise ProtocolError(f"lost the connection to {self.origin} mid-answer: {err}") from None
-                self.heard = self.heard or bool(data)
-                self._h11.receive_data(data)  # b"": the server closed
-                event = self._h11.next_event()
-        except h11.RemoteProtocolError as err:
-            raise ProtocolError(f"{self.origin} broke HTTP: {err}") from None
-        if event is h11.PAUSED or isinstance(event, h11.ConnectionClosed):
-            raise ProtocolError(f"{self.origin} closed the connection before the answer was complete")
-        return event
+            async with asyncio.timeout(timeouts.read):
+                data = await self._reader.read(_READ_SIZE)
+        except TimeoutError:
+            raise TransportTimeout("read", f"{self.origin} did not answer within {timeouts.read:g}s") from None
+        except (ConnectionError, OSError) as err:
+            raise ProtocolError(f"lost the connection to {self.origin} mid-answer: {err}") from None
+        if not data:
+            self._keep_alive = False
+            return False
+        self.heard = True
+        self._buffer += data
+        return True
 
 
 class Response:
     """An answer's status and headers, and its body once read or while streamed."""
 
-    def __init__(self, head: h11.Response, body: AsyncIterator[bytes], on_close: Callable[[bool], None]) -> None:
-        self.status: int = head.status_code
-        self.headers: Mapping[str, str] = _headers(head.headers)
+    def __init__(self, head: Head, body: AsyncIterator[bytes], on_close: Callable[[bool], None]) -> None:
+        self.status: int = head.status
+        self.headers: Mapping[str, str] = head.headers
         self._body = body
         self._on_close = on_close
         self._content: bytes | None = None
@@ -168,10 +212,3 @@ class Response:
             raise RuntimeError("the body has not been read")
         return self._content
 
-
-def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for name, value in raw:
-        key, text = name.decode("latin-1"), value.decode("latin-1")
-        headers[key] = f"{headers[key]}, {text}" if key in headers else text
-    return headers
