@@ -27,3 +27,30 @@ def test_a_traceback_is_redacted_like_the_message(tmp_path: Path) -> None:
     assert "ValueError" in written and "call failed for" in written
     assert SECRET not in written and PASTED not in written
     assert "[REDACTED:secret]" in written and "[REDACTED:anthropic_key]" in written
+
+
+def test_the_console_and_the_file_both_get_the_redacted_record_redacted_once(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from bicameral.observe import logs
+
+    calls: list[str] = []
+    original = logs.Redactor.__call__
+
+    def counting(self: logs.Redactor, text: str) -> str:
+        calls.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(logs.Redactor, "__call__", counting)
+    setup_logging("INFO", tmp_path, [SECRET], console=True)
+    try:
+        logging.getLogger("bicameral.test").info("token is %s", SECRET)
+    finally:
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        setup_logging("WARNING", None, [], console=False)
+    console = capsys.readouterr().err
+    written = (tmp_path / "bicameral.log").read_text(encoding="utf-8")
+    assert "token is [REDACTED:secret]" in console and "token is [REDACTED:secret]" in written
+    assert SECRET not in console + written
+    assert calls == [f"token is {SECRET}"]

@@ -23,6 +23,10 @@ class RedactingFilter(logging.Filter):
         self._redact = Redactor(secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # Each handler carries this filter, and both see the same record: redact it once.
+        if getattr(record, "_redacted", False):
+            return True
+        record._redacted = True
         record.msg, record.args = self._redact(record.getMessage()), ()
         if record.exc_info and not record.exc_text:
             # A traceback quotes whatever the failing code held (a request, a path, a key): redact it too.
