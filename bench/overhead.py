@@ -119,17 +119,15 @@ def _match(
             replies.setdefault(found, ts)
     for i, key in sent.items():
         seen, replied = telegram.handed_out.get(key), replies.get(i)
-        if seen is None or replied is None:
+        if seen is None or replied is None or not requests.get(i):
             continue
-        # The reply leaves after the last model call of its turn (a voice pass may follow the answer).
-        done = [r.completed_at for r in requests.get(i, []) if r.completed_at is not None]
-        done = [t for t in done if t <= replied]
-        if not done:
-            continue
-        first = min(r.received_at for r in requests[i])
-        last = max(done)
         result.answered += 1
-        result.inbound_to_model.append((first - seen) * 1000)
-        result.reply_to_send.append((replied - last) * 1000)
+        result.inbound_to_model.append((min(r.received_at for r in requests[i]) - seen) * 1000)
         result.round_trip.append((replied - seen) * 1000)
+        # The reply leaves after the last model call of its turn (a voice pass may follow the answer). In
+        # process, the fake model server's thread may note its completion only after the reply went out:
+        # that turn has no gap to time.
+        done = [r.completed_at for r in requests[i] if r.completed_at is not None and r.completed_at <= replied]
+        if done:
+            result.reply_to_send.append((replied - max(done)) * 1000)
     return result

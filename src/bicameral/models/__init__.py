@@ -22,7 +22,6 @@ _DEFAULT_LOCAL_NAMES = {"", "default", "smollm2"}
 def build_model(ref: str, settings: Settings, *, http_client: HttpClient | None = None) -> Model:
     """The Model adapter for `ref`; `http_client` is shared when given."""
     parsed = parse_model_ref(ref)
-    proxies = Proxies.from_environment(settings.proxy_variables())
     # Adapters are imported when configured: the local one pulls in llama.cpp.
     if parsed.provider == "anthropic":
         from bicameral.models.anthropic import AnthropicModel
@@ -35,7 +34,7 @@ def build_model(ref: str, settings: Settings, *, http_client: HttpClient | None 
             timeout=settings.model_timeout_seconds,
             data_dir=settings.data_dir,
             http_client=http_client,
-            proxies=proxies,
+            proxies=Proxies.from_environment(settings.proxy_variables()),
         )
     if parsed.provider == "openai":
         from bicameral.models.openai import OpenAIModel
@@ -48,7 +47,7 @@ def build_model(ref: str, settings: Settings, *, http_client: HttpClient | None 
             timeout=settings.model_timeout_seconds,
             data_dir=settings.data_dir,
             http_client=http_client,
-            proxies=proxies,
+            proxies=Proxies.from_environment(settings.proxy_variables()),
         )
     if parsed.provider == "local":
         return _local_model(parsed, settings)

@@ -79,11 +79,8 @@ class HttpClient:
         timeouts: Timeouts | None = None,
     ) -> Response:
         """Send a request and read its whole answer."""
-        response = await self.send(method, url, headers=headers, body=body, timeouts=timeouts)
-        try:
+        async with self.stream(method, url, headers=headers, body=body, timeouts=timeouts) as response:
             await response.read()
-        finally:
-            await response.aclose()
         return response
 
     @asynccontextmanager
