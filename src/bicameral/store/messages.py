@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import fields, is_dataclass
 from typing import Any
 
-from bicameral.events import Attachment, Inbound, Quoted, Sender
+from bicameral.events import Attachment, AttachmentRef, Inbound, Quoted, Sender
 from bicameral.redaction import scrub
 from bicameral.store.db import Database
 from bicameral.types import Clock
@@ -146,9 +146,20 @@ class MessageStore:
 
 
 def inbound_to_json(inbound: Inbound) -> str:
-    data = asdict(inbound)
+    data = _plain(inbound)
     data.pop("row_id", None)
     return json.dumps(data, ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses as dicts, all the way down: what dataclasses.asdict gives, without its deep copies of every leaf."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _plain(getattr(value, field.name)) for field in fields(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def inbound_from_json(payload: str, row_id: int | None = None) -> Inbound:
@@ -156,6 +167,7 @@ def inbound_from_json(payload: str, row_id: int | None = None) -> Inbound:
     data["sender"] = Sender(**data["sender"])
     data["reply_to"] = Quoted(**data["reply_to"]) if data.get("reply_to") else None
     data["attachments"] = tuple(Attachment(**a) for a in data.get("attachments") or ())
+    data["attachment_refs"] = tuple(AttachmentRef(**a) for a in data.get("attachment_refs") or ())
     data["flags"] = tuple(data.get("flags") or ())
     data["row_id"] = row_id
     return Inbound(**data)
