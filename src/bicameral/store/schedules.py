@@ -16,6 +16,8 @@ from bicameral.store.db import Database
 Kind = Literal["text", "task", "followup"]
 State = Literal["active", "paused", "done"]
 
+_WAITING_FOLLOWUP = "SELECT 1 FROM schedules WHERE chat = ? AND kind = 'followup' AND state = 'active' LIMIT 1"
+
 
 @dataclass(frozen=True)
 class SchedulePolicy:
@@ -247,6 +249,9 @@ class ScheduleStore:
 
     def drop_followup(self, chat: str) -> bool:
         """The user spoke (or stopped us): the waiting question is not asked; True if one was waiting."""
+        # Every turn asks and nearly every one finds none: a read settles that without a write transaction.
+        if self._db.query_one(_WAITING_FOLLOWUP, (chat,)) is None:
+            return False
         with self._db.tx() as conn:
             dropped = conn.execute(
                 """UPDATE schedules SET state = 'done', next_due = NULL
