@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 from bicameral.events import Inbound, is_owner
 from bicameral.models.base import Message, TextBlock
@@ -16,8 +14,6 @@ from bicameral.store.memory_index import Fact
 from bicameral.store.memory_scopes import GLOBAL, Reach, reach_for
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 OPEN = "<memory>"
 CLOSE = "</memory>"
@@ -63,38 +59,25 @@ def instructions_note(stores: Stores, chat: str) -> str | None:
     return "\n".join(lines)
 
 
-def prompt_note(stores: Stores, reach: Reach | None, chat: str, text: str, budget_tokens: int) -> asyncio.Future[str | None]:
+async def prompt_note(stores: Stores, reach: Reach | None, chat: str, text: str, budget_tokens: int) -> str | None:
     """Instructions and relevant memories for one model call: rebuilt every time, never stored.
 
-    Looked up beside the event loop: with a large memory it takes tens of milliseconds other chats
-    should not wait. The lookup is under way when this returns, so a caller can do its own work
-    before awaiting it.
+    Looked up beside the event loop: with a large memory it takes tens of milliseconds other chats should not wait.
     """
-    return _in_worker(lambda: _note(stores, reach, chat, text, budget_tokens))
+
+    def build() -> str | None:
+        parts = [instructions_note(stores, chat), memory_note(stores.memory, reach, text, budget_tokens)]
+        return "\n\n".join(p for p in parts if p) or None
+
+    return await asyncio.to_thread(build)
 
 
-def memory_blocks(
+async def memory_blocks(
     stores: Stores, reach: Reach | None, batch: Sequence[Inbound], budget_tokens: int
-) -> asyncio.Future[list[TextBlock]]:
-    """The note for a burst as content blocks to lead a user turn (none when there is nothing to say); under way on return."""
-    chat, text = batch[-1].chat, burst_text(batch)
-
-    def build() -> list[TextBlock]:
-        note = _note(stores, reach, chat, text, budget_tokens)
-        return [TextBlock(text=note)] if note else []
-
-    return _in_worker(build)
-
-
-def _note(stores: Stores, reach: Reach | None, chat: str, text: str, budget_tokens: int) -> str | None:
-    parts = [instructions_note(stores, chat), memory_note(stores.memory, reach, text, budget_tokens)]
-    return "\n\n".join(p for p in parts if p) or None
-
-
-def _in_worker(build: Callable[[], T]) -> asyncio.Future[T]:
-    """`build` submitted to the default thread pool now, with this task's context (as asyncio.to_thread does)."""
-    context = contextvars.copy_context()
-    return asyncio.get_running_loop().run_in_executor(None, context.run, build)
+) -> list[TextBlock]:
+    """The note for a burst as content blocks to lead a user turn (none when there is nothing to say)."""
+    note = await prompt_note(stores, reach, batch[-1].chat, burst_text(batch), budget_tokens)
+    return [TextBlock(text=note)] if note else []
 
 
 def task_reach(stores: Stores, chat: str, origin_message: str | None, owner_id: int | None) -> Reach | None:

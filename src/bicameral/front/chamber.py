@@ -116,17 +116,11 @@ class FrontChamber:
         return bool(stopped)
 
     async def handle(self, turn: Turn) -> None:
-        # The memory lookup runs in a worker thread: started first, it overlaps the situation built here.
-        remembering = memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
-        try:
-            waiting = self._stores.schedules.drop_followup(turn.chat)  # they spoke: the question is not asked
-            situation = TextBlock(text=f"<situation>\n{self._context(turn, waiting)}\n</situation>")
-        except BaseException:
-            remembering.cancel()
-            raise
-        remembered = await remembering
+        waiting = self._stores.schedules.drop_followup(turn.chat)  # they spoke: the question is not asked
         # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
         system = self._template.format(bot_name=self._settings.bot_name)
+        situation = TextBlock(text=f"<situation>\n{self._context(turn, waiting)}\n</situation>")
+        remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
         user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch)])
         schedule_id = scheduled_task(turn.batch)
 
