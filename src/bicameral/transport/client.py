@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from .connection import Connection, Response
 from .errors import ConnectError, Timeouts, TransportError, TransportTimeout
 from .proxies import Proxies, ProxyRoute
+from .wire import encode_request
 
 _USER_AGENT = "bicameral"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -117,11 +118,16 @@ class HttpClient:
         key = f"{target.origin} via {route.host}:{route.port}" if route else target.origin
         request_target = f"{target.scheme}://{target.authority}{target.path}" if forward else target.path
         request_headers = _request_headers(target, headers or {}, body, method, route if forward else None)
+        try:
+            request = encode_request(method, request_target, request_headers, body)
+        except TransportError as err:
+            raise TransportError(f"cannot send this request to {target.origin}: {err}") from None
+        closing = any(name.lower() == "connection" and "close" in value.lower() for name, value in request_headers)
         reused = self._idle_connection(key)
         connection = reused or await self._connect(target, route, timeouts)
         while True:
             try:
-                await connection.send(method, request_target, request_headers, body, timeouts)
+                await connection.send(request, method, closing, timeouts)
                 head = await connection.receive_head(timeouts)
             except TransportTimeout:
                 connection.close()

@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import ProtocolError, Timeouts, TransportError, TransportTimeout
 from .lines import text_lines
-from .wire import BY_LENGTH, CHUNKED, NO_BODY, Framing, Head, chunk_size, encode_request, framing, head_end, parse_head
+from .wire import BY_LENGTH, CHUNKED, NO_BODY, Framing, Head, chunk_size, framing, head_end, parse_head
 
 _READ_SIZE = 65536
 # An answer's status line and headers: checked after every read, so no head beyond this plus one
@@ -50,16 +50,10 @@ class Connection:
         self._keep_alive = False
         self._writer.close()
 
-    async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, timeouts: Timeouts) -> None:
-        """Write one request, whole."""
-        try:
-            data = encode_request(method, target, headers, body)
-        except TransportError as err:
-            self.close()
-            raise TransportError(f"cannot send this request to {self.origin}: {err}") from None
-        self._busy, self.heard, self._method = True, False, method
-        self._asked_to_close = any(name.lower() == "connection" and "close" in value.lower() for name, value in headers)
-        self._writer.write(data)
+    async def send(self, request: bytes, method: str, asked_to_close: bool, timeouts: Timeouts) -> None:
+        """Write one encoded request, whole; `method` and `asked_to_close` decide how its answer is framed."""
+        self._busy, self.heard, self._method, self._asked_to_close = True, False, method, asked_to_close
+        self._writer.write(request)
         if self._writer.transport.get_write_buffer_size():
             try:
                 async with asyncio.timeout(timeouts.write):
@@ -79,7 +73,7 @@ class Connection:
                 if not await self._fill(timeouts):
                     raise ProtocolError(f"{self.origin} closed the connection before the answer was complete")
                 end = head_end(self._buffer)
-            head = parse_head(bytes(self._buffer[: end]).rstrip(b"\r\n"))
+            head = parse_head(bytes(self._buffer[:end]).rstrip(b"\r\n"))
             del self._buffer[:end]
             if head.status == 101:
                 raise ProtocolError(f"{self.origin} switched protocols, which was not asked for")
