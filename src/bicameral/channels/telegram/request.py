@@ -1,4 +1,4 @@
-"""PTB's HTTP layer on bicameral.transport: the same form and multipart requests as its httpx one, for a third of the CPU."""
+"""PTB's HTTP layer on bicameral.transport: the same form and multipart requests as its httpx one, for less CPU."""
 
 from __future__ import annotations
 
