@@ -14,6 +14,8 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.tree import SyntaxTreeNode
 
+from bicameral.markup import escape
+
 TELEGRAM_LIMIT = 4096
 """Telegram's maximum message length."""
 
@@ -27,7 +29,7 @@ def markdown_to_html(md: str) -> str:
     if not rendered.strip() and md.strip():
         # Content that renders to nothing (e.g. a lone link definition) would be an
         # empty message, which Telegram rejects; show the source instead.
-        return _escape(md.strip())
+        return escape(md.strip())
     return rendered
 
 
@@ -146,7 +148,7 @@ class _Renderer:
             return _table(node)
         if node.children:
             return self.blocks(node.children, "\n", depth)
-        return _escape(node.content)
+        return escape(node.content)
 
     def list(self, node: SyntaxTreeNode, depth: int) -> str:
         start = _int_attr(node.attrGet("start"), 1) if node.type == "ordered_list" else 1
@@ -171,12 +173,12 @@ class _Renderer:
     def inline_node(self, node: SyntaxTreeNode, active: frozenset[str]) -> str:
         kind = node.type
         if kind in ("text", "text_special", "html_inline"):
-            return _escape(node.content)
+            return escape(node.content)
         if kind in ("softbreak", "hardbreak"):
             return "\n"
         if kind == "code_inline":
             # Telegram lets links contain only bold/italic-like entities, not code.
-            text = _escape(node.content)
+            text = escape(node.content)
             return text if "a" in active else _wrap("code", text)
         if kind in _FORMAT_TAGS:
             tag = _FORMAT_TAGS[kind]
@@ -188,17 +190,17 @@ class _Renderer:
             alt = _plain(node.children) or node.content
             src = str(node.attrGet("src") or "")
             if "a" in active or not _is_safe_url(src):
-                return _escape(alt)
-            return _anchor(src, _escape(alt or src))
+                return escape(alt)
+            return _anchor(src, escape(alt or src))
         if node.children:
             return self.inline(node.children, active)
-        return _escape(node.content)
+        return escape(node.content)
 
     def link(self, href: str, children: Sequence[SyntaxTreeNode], active: frozenset[str]) -> str:
         if "a" in active or not _is_safe_url(href):
             return self.inline(children, active)
         label = self.inline(children, active | {"a"})
-        return _anchor(href, label if label.strip() else _escape(href))
+        return _anchor(href, label if label.strip() else escape(href))
 
 
 def _inline_children(node: SyntaxTreeNode) -> list[SyntaxTreeNode]:
@@ -214,8 +216,8 @@ def _code_block(content: str, info: str) -> str:
     words = info.split(maxsplit=1)
     lang = _LANG_STRIP_RE.sub("", words[0])[:32] if words else ""
     if lang:
-        return f'<pre><code class="language-{lang}">{_escape(body)}</code></pre>'
-    return f"<pre>{_escape(body)}</pre>"
+        return f'<pre><code class="language-{lang}">{escape(body)}</code></pre>'
+    return f"<pre>{escape(body)}</pre>"
 
 
 def _table(node: SyntaxTreeNode) -> str:
@@ -241,7 +243,7 @@ def _table(node: SyntaxTreeNode) -> str:
         lines.append(" | ".join(cells).rstrip())
         if index + 1 == header_rows:
             lines.append("-+-".join("-" * width for width in widths))
-    return f"<pre>{_escape(chr(10).join(lines))}</pre>"
+    return f"<pre>{escape(chr(10).join(lines))}</pre>"
 
 
 def _cell_align(cell: SyntaxTreeNode) -> str:
@@ -289,13 +291,9 @@ def _wrap(tag: str, inner: str) -> str:
     return f"<{tag}>{inner}</{tag}>" if inner.strip() else inner
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _escape_attr(text: str) -> str:
     # html.escape would emit &#x27;, which is outside the entities Telegram documents.
-    return _escape(text).replace('"', "&quot;")
+    return escape(text).replace('"', "&quot;")
 
 
 def _int_attr(value: object, default: int) -> int:
