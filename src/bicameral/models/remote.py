@@ -11,7 +11,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -96,7 +96,7 @@ class RemoteModel(ABC):
         # "replace": a lone surrogate that slipped into a tool result must not sink the whole request.
         body = json.dumps(self._body(system, messages, tools, max_tokens), ensure_ascii=False).encode("utf-8", "replace")
         try:
-            async with self._response(body) as response:
+            async with aclosing(await self._open(body)) as response:
                 reader = self._reader()
                 async for event in server_events(response.lines()):
                     for out in self._read(reader, event):
@@ -157,14 +157,6 @@ class RemoteModel(ABC):
         except (ValueError, TypeError, KeyError, AttributeError) as err:
             # Valid JSON of the wrong shape is as malformed as invalid JSON.
             raise self.error("server", f"{self.service} sent a malformed reply: {type(err).__name__}: {err}") from None
-
-    @asynccontextmanager
-    async def _response(self, body: bytes) -> AsyncIterator[Response]:
-        response = await self._open(body)
-        try:
-            yield response
-        finally:
-            await response.aclose()
 
     def _client(self) -> HttpClient:
         if self._shared_client is not None:
