@@ -794,8 +794,15 @@ async def test_a_chunked_body_cut_short_is_a_protocol_error(serve: Serve, client
         b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         b"",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\ntoo long\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 20_000,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
     ],
-    ids=["garbage-status-line", "non-numeric-status", "header-without-colon", "bad-content-length", "bad-chunk", "nothing"],
+    ids=[
+        "garbage-status-line", "non-numeric-status", "header-without-colon", "bad-content-length", "bad-chunk", "nothing",
+        "chunk-longer-than-its-size", "endless-chunk-size-line", "unsupported-coding", "unasked-protocol-switch",
+    ],
 )
 async def test_a_malformed_answer_is_a_protocol_error(serve: Serve, client: HttpClient, answer: bytes) -> None:
     async def misbehave(peer: Peer) -> None:
@@ -807,6 +814,15 @@ async def test_a_malformed_answer_is_a_protocol_error(serve: Serve, client: Http
     with pytest.raises(ProtocolError):
         await client.request("GET", server.url())
     assert client.idle_connections() == 0
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://example.org/bot123:SECRET/x", "http:///bot123:SECRET/x", "http://example.org:99999/bot123:SECRET/x"]
+)
+async def test_a_url_the_client_cannot_use_is_refused_without_quoting_it(client: HttpClient, url: str) -> None:
+    with pytest.raises(TransportError) as caught:
+        await client.request("GET", url)
+    assert "SECRET" not in str(caught.value)
 
 
 async def test_100_kb_of_headers_is_a_protocol_error(serve: Serve, client: HttpClient) -> None:
