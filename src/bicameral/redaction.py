@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 # Shorter configured values are too likely to occur in ordinary text to be replaced blindly.
 _MIN_SECRET_LENGTH = 6
@@ -12,8 +12,13 @@ _MIN_SECRET_LENGTH = 6
 
 def scrub(text: str) -> str:
     """Replace anything that looks like a credential with a [REDACTED:<kind>] marker."""
-    for pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
+    for rule in _RULES:
+        haystack = text.lower() if rule.folded else text
+        # A substring test is far cheaper than a regex scan, and ordinary text holds none of the needles.
+        for needle in rule.needles:
+            if needle in haystack:
+                text = rule.pattern.sub(rule.replacement, text)
+                break
     return text
 
 
@@ -58,38 +63,49 @@ REDACTED = _redacted("secret")
 """What a configured secret value becomes."""
 
 
-_RULES: list[tuple[re.Pattern[str], str]] = [
+class _Rule(NamedTuple):
+    pattern: re.Pattern[str]
+    replacement: str
+    needles: tuple[str, ...]  # every match contains one of these, so text without them is skipped
+    folded: bool = False  # the needles are looked for in the lower-cased text (a case-blind pattern)
+
+
+_RULES: list[_Rule] = [
     # PEM private keys; an unterminated block (truncated paste) is redacted to the end.
-    (
+    _Rule(
         re.compile(
             r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
             r"(?:(?!-----END)[\s\S])*+"
             r"(?:-----END[A-Z0-9 ]{0,60}-----)?"
         ),
         _redacted("private_key"),
+        ("-----BEGIN ",),
     ),
     # scheme://user:password@host keeps everything but the password.
-    (
+    _Rule(
         re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://[^\s:/@]*+):[^\s/@]++@"),
         r"\1:" + _redacted("password") + "@",
+        ("://",),
     ),
-    (
-        re.compile(_B + r"eyJ[A-Za-z0-9_-]++\.[A-Za-z0-9_-]++\.[A-Za-z0-9_-]*+"),
-        _redacted("jwt"),
-    ),
-    (re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}+"), _redacted("anthropic_key")),
-    (re.compile(_B + r"sk-[A-Za-z0-9_-]{20,}+"), _redacted("openai_key")),
-    (
+    _Rule(re.compile(_B + r"eyJ[A-Za-z0-9_-]++\.[A-Za-z0-9_-]++\.[A-Za-z0-9_-]*+"), _redacted("jwt"), ("eyJ",)),
+    _Rule(re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}+"), _redacted("anthropic_key"), ("sk-ant-",)),
+    _Rule(re.compile(_B + r"sk-[A-Za-z0-9_-]{20,}+"), _redacted("openai_key"), ("sk-",)),
+    _Rule(
         re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{20,}+|github_pat_[A-Za-z0-9_]{20,}+)"),
         _redacted("github_token"),
+        ("_",),
     ),
-    (re.compile(_B + r"xox[abprs]-[A-Za-z0-9-]{10,}+"), _redacted("slack_token")),
-    (re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), _redacted("aws_key_id")),
+    _Rule(re.compile(_B + r"xox[abprs]-[A-Za-z0-9-]{10,}+"), _redacted("slack_token"), ("xox",)),
+    _Rule(
+        re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), _redacted("aws_key_id"), ("AKIA", "ASIA")
+    ),
     # Bot tokens often follow "bot" in API URLs, so only digits may not precede them.
-    (re.compile(r"(?<![0-9])[0-9]{6,12}:[A-Za-z0-9_-]{30,}+"), _redacted("telegram_token")),
+    _Rule(re.compile(r"(?<![0-9])[0-9]{6,12}:[A-Za-z0-9_-]{30,}+"), _redacted("telegram_token"), (":",)),
     # Last, so specific kinds above win; 16+ chars keeps prose like "Bearer tokens" intact.
-    (
+    _Rule(
         re.compile(r"(?i)(?<![A-Za-z0-9])(bearer)[ \t]++[A-Za-z0-9._~+/-]{16,}+=*+"),
         r"\1 " + _redacted("bearer"),
+        ("bearer",),
+        folded=True,
     ),
 ]

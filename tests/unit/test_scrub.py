@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bicameral.redaction import scrub, scrub_obj
+from bicameral.redaction import _RULES, scrub, scrub_obj
 
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 PEM = (
@@ -204,3 +204,32 @@ def test_secrets_never_survive_in_context(before: str, kind_secret: tuple[str, s
     result = scrub(f"{before} {secret} {after}")
     assert f"[REDACTED:{kind}]" in result
     assert secret not in result
+
+
+def _every_rule(text: str) -> str:
+    """scrub without its needle test: every pattern run over the text, in order."""
+    for rule in _RULES:
+        text = rule.pattern.sub(rule.replacement, text)
+    return text
+
+
+# Text built from the pieces credentials are made of, so matches and near-misses are common.
+_PIECES = st.lists(
+    st.sampled_from(
+        ["sk-", "ant-", "eyJ", "gh", "p_", "github_pat_", "xoxb-", "AKIA", "ASIA", "Bearer", "BEARER", "bEaReR",
+         "-----BEGIN ", "PRIVATE KEY-----", "-----END KEY-----", "://", "user", ":", "@", "1234567", "ABCDEFGHIJ",
+         "abcdefghij0123456789", "_", "-", ".", " ", "\t", "\n", "é", "K"]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_PIECES, st.text(max_size=80)))
+def test_the_needle_test_skips_only_text_no_rule_would_change(text: str) -> None:
+    assert scrub(text) == _every_rule(text)
+
+
+@pytest.mark.parametrize("secret", SECRETS.values(), ids=list(SECRETS))
+def test_every_secret_holds_its_rules_needle(secret: str) -> None:
+    assert scrub(secret) == _every_rule(secret) != secret
