@@ -45,3 +45,52 @@ def test_reopening_a_current_database_changes_nothing(tmp_path: Path) -> None:
     before = path.read_bytes()
     Database(path).close()
     assert _user_version(path) == LATEST and path.read_bytes() == before
+
+
+def _values(db: Database) -> list[str]:
+    return [row[0] for row in db.query("SELECT v FROM t ORDER BY rowid")]
+
+
+def test_a_transaction_inside_another_commits_with_it(tmp_path: Path) -> None:
+    db = Database(tmp_path / "db.sqlite")
+    db.execute("CREATE TABLE t (v TEXT)")
+    with db.tx() as conn:
+        conn.execute("INSERT INTO t VALUES ('outer')")
+        with db.tx() as inner:
+            inner.execute("INSERT INTO t VALUES ('inner')")
+        # Nothing is committed yet: another connection sees neither row.
+        with sqlite3.connect(tmp_path / "db.sqlite") as other:
+            assert other.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+    assert _values(db) == ["outer", "inner"]
+
+
+def test_a_failed_inner_transaction_undoes_only_its_own_writes(tmp_path: Path) -> None:
+    db = Database(tmp_path / "db.sqlite")
+    db.execute("CREATE TABLE t (v TEXT)")
+    with db.tx() as conn:
+        conn.execute("INSERT INTO t VALUES ('kept')")
+        try:
+            with db.tx() as inner:
+                inner.execute("INSERT INTO t VALUES ('undone')")
+                raise ValueError("a poisoned message")
+        except ValueError:
+            pass
+        with db.tx() as inner:
+            inner.execute("INSERT INTO t VALUES ('after')")
+    assert _values(db) == ["kept", "after"]
+
+
+def test_a_failed_outer_transaction_undoes_its_finished_inner_ones(tmp_path: Path) -> None:
+    db = Database(tmp_path / "db.sqlite")
+    db.execute("CREATE TABLE t (v TEXT)")
+    try:
+        with db.tx():
+            with db.tx() as inner:
+                inner.execute("INSERT INTO t VALUES ('inner')")
+            raise OSError("disk full")
+    except OSError:
+        pass
+    assert _values(db) == []
+    with db.tx() as conn:  # and the connection is usable again, at the top level
+        conn.execute("INSERT INTO t VALUES ('next')")
+    assert _values(db) == ["next"]

@@ -9,6 +9,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from bicameral.config import Settings
 from bicameral.conversation.router import ActionRouter
@@ -26,6 +27,7 @@ from bicameral.store.messages import IGNORED, PENDING
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 # A full disk or a database error: the message was not stored and must be offered again.
 STORAGE_ERRORS = (sqlite3.Error, OSError)
@@ -67,27 +69,38 @@ class Gate:
         return self._access
 
     async def __call__(self, batch: Sequence[Inbound]) -> None:
-        accepted: list[Inbound] = []
-        try:
-            for inbound in batch:
-                try:
-                    ready = await self._admit(inbound)
-                except STORAGE_ERRORS:
-                    # Not stored, so not acknowledged: the channel offers the batch again, and the messages
-                    # stored before this one come back as duplicates and are ignored.
-                    log.error("could not store %s m%s; the batch will be offered again", inbound.chat, inbound.message_id)
-                    raise
-                except Exception:
-                    # One poisoned message must not block the batch (or the offset) for everyone else.
-                    log.exception("gate failed on %s m%s; skipped", inbound.chat, inbound.message_id)
-                    continue
-                if ready is not None:
-                    accepted.append(ready)
-        finally:
-            for inbound in accepted:
-                await self._forward(inbound)
+        # Two write transactions per batch, not two per message: the screening (refusals, rate counts),
+        # then, after any downloads, the storing. Neither is held across an await.
+        with self._stores.db.tx():
+            screened = [found for inbound in batch if (found := self._guarded(self._screen, inbound))]
+        fetched = []
+        for inbound, status in screened:
+            ready = await self._fetched(inbound) if inbound.attachment_refs else inbound
+            if ready is not None:
+                fetched.append((ready, status))
+        with self._stores.db.tx():
+            kept = [ready for inbound, status in fetched if (ready := self._guarded(self._keep, inbound, status))]
+        for inbound in kept:
+            await self._forward(inbound)
 
-    async def _admit(self, inbound: Inbound) -> Inbound | None:
+    def _guarded(self, step: Callable[..., _T | None], inbound: Inbound, *args: object) -> _T | None:
+        """One message's step in its own savepoint: a poisoned message is skipped, the batch goes on."""
+        try:
+            with self._stores.db.tx():
+                return step(inbound, *args)
+        except STORAGE_ERRORS:
+            # Not stored, so not acknowledged: the channel offers the batch again, and whatever of it was
+            # stored before comes back as duplicates and is ignored.
+            log.error("could not store %s m%s; the batch will be offered again", inbound.chat, inbound.message_id)
+            raise
+        except Exception:
+            # One poisoned message must not block the batch (or the offset) for everyone else.
+            log.exception("gate failed on %s m%s; skipped", inbound.chat, inbound.message_id)
+            return None
+
+    def _screen(self, inbound: Inbound) -> tuple[Inbound, str] | None:
+        """Clean, check access and count against the rate limit: the cleaned message and the status to store
+        it with, or None if it is refused."""
         inbound = self._clean(inbound)
         if not self._access.allows(inbound):
             self._refuse(inbound)
@@ -101,11 +114,23 @@ class Gate:
                 if verdict is Verdict.WARN:
                     reply_to = None if inbound.is_private else inbound.message_id
                     self._notify(SendText(inbound.chat, notice, reply_to=reply_to, thread_id=inbound.thread_id))
-        if inbound.attachment_refs:
-            # Only now, with the sender admitted, is anything downloaded (refused senders' files never are).
+        return inbound, status
+
+    async def _fetched(self, inbound: Inbound) -> Inbound | None:
+        """Download an admitted message's files (refused senders' files never are) and copy them to the workspace."""
+        try:
             channel = self._router.channel_for(inbound.chat)
             inbound = await channel.fetch_attachments(inbound) if channel else dataclasses.replace(inbound, attachment_refs=())
-            inbound = self._copy_to_workspace(inbound)
+            return self._copy_to_workspace(inbound)
+        except STORAGE_ERRORS:
+            log.error("could not store %s m%s; the batch will be offered again", inbound.chat, inbound.message_id)
+            raise
+        except Exception:
+            log.exception("gate failed on %s m%s; skipped", inbound.chat, inbound.message_id)
+            return None
+
+    def _keep(self, inbound: Inbound, status: str) -> Inbound | None:
+        """Store the message; returned (with its row id) when a turn should answer it."""
         row_id = self._stores.messages.record_inbound(inbound, status)
         if row_id is None:
             log.info("duplicate update %s in %s ignored", inbound.update_id, inbound.chat)

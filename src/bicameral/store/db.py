@@ -25,6 +25,7 @@ class Database:
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        self._depth = 0  # open transactions of the thread holding the lock: 1 is the real one, more are savepoints
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
@@ -47,16 +48,32 @@ class Database:
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: committed on success, rolled back on any error."""
+        """A write transaction: committed on success, rolled back on any error.
+
+        Inside another transaction of the same thread it is a savepoint: its error undoes only its own
+        writes, and what it wrote commits with the outer transaction. Never hold one across an await:
+        another coroutine's writes would join it.
+        """
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            nested = self._depth > 1
+            begin, undo, end = (
+                (f"SAVEPOINT s{self._depth}", f"ROLLBACK TO s{self._depth}", f"RELEASE s{self._depth}")
+                if nested
+                else ("BEGIN IMMEDIATE", "ROLLBACK", "COMMIT")
+            )
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
+                self._conn.execute(begin)
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute(undo)
+                    if nested:
+                        self._conn.execute(end)  # rolled back to it, the savepoint itself still has to go
+                    raise
+                self._conn.execute(end)
+            finally:
+                self._depth -= 1
 
     def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         with self._lock:

@@ -8,6 +8,7 @@ from bicameral.store.db import Database
 class RateLimitStore:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._pruned_for: int | None = None  # the bucket the old ones were last cleared for: once a minute is enough
 
     def hit(self, sender_id: str, bucket: int) -> tuple[int, bool]:
         """Count one message; returns (count in this bucket, whether the sender was already warned)."""
@@ -17,7 +18,9 @@ class RateLimitStore:
                    ON CONFLICT(sender_id, bucket) DO UPDATE SET count = count + 1""",
                 (sender_id, bucket),
             )
-            conn.execute("DELETE FROM rate_limits WHERE bucket < ?", (bucket - 5,))
+            if bucket != self._pruned_for:
+                conn.execute("DELETE FROM rate_limits WHERE bucket < ?", (bucket - 5,))
+                self._pruned_for = bucket
             row = conn.execute(
                 "SELECT count, notified FROM rate_limits WHERE sender_id = ? AND bucket = ?", (sender_id, bucket)
             ).fetchone()
