@@ -89,8 +89,8 @@ class Gate:
             with self._stores.db.tx():
                 return step(inbound, *args)
         except STORAGE_ERRORS:
-            # Not stored, so not acknowledged: the channel offers the batch again, and whatever of it was
-            # stored before comes back as duplicates and is ignored.
+            # The batch's transaction rolls back whole, so nothing of it is kept or acknowledged: the
+            # channel offers it again.
             log.error("could not store %s m%s; the batch will be offered again", inbound.chat, inbound.message_id)
             raise
         except Exception:
