@@ -142,13 +142,18 @@ class Outbox:
         return self._locks.setdefault(chat, asyncio.Lock())
 
     async def _attempt(self, entry: OutboxEntry) -> ActionResult:
-        result = await self._router.perform(self._originals.get(entry.id, entry.action))
+        action = self._originals.get(entry.id, entry.action)
+        result = await self._router.deliver(action)
         if result.ok:
             self._originals.pop(entry.id, None)
-            self._store.finish(entry.id, SENT)
+            # The chat's history and the outbox agree: the message is in both or in neither.
+            with self._store.transaction():
+                self._router.record(action, result)
+                self._store.finish(entry.id, SENT)
             self._done_with(entry)
             self._settled.set()
             return result
+        self._router.record(action, result)
         error = result.error or "unknown error"
         waited = self._clock() - entry.created_at
         if result.retry_after is None or waited >= self._give_up_after:

@@ -35,20 +35,24 @@ class ActionRouter:
         return self._channels.get(split_chat_key(chat)[0])
 
     async def perform(self, action: Action) -> ActionResult:
-        """Perform an action; a failure is reported in the result and logged, never raised."""
-        channel = self.channel_for(action.chat)
-        if channel is None:
-            result = ActionResult.failed(f"no channel serves {action.chat}")
-        else:
-            try:
-                result = await channel.perform(action)
-            except Exception as exc:  # a channel bug must not take the turn down
-                log.error("channel %s failed on %s: %s", channel.name, type(action).__name__, failure_detail(exc))
-                result = ActionResult.failed("the channel failed unexpectedly (the details are in the log)")
-        self._record(action, result)
+        """Perform an action and record it; a failure is reported in the result and logged, never raised."""
+        result = await self.deliver(action)
+        self.record(action, result)
         return result
 
-    def _record(self, action: Action, result: ActionResult) -> None:
+    async def deliver(self, action: Action) -> ActionResult:
+        """Perform an action without recording it (the caller records it with `record`)."""
+        channel = self.channel_for(action.chat)
+        if channel is None:
+            return ActionResult.failed(f"no channel serves {action.chat}")
+        try:
+            return await channel.perform(action)
+        except Exception as exc:  # a channel bug must not take the turn down
+            log.error("channel %s failed on %s: %s", channel.name, type(action).__name__, failure_detail(exc))
+            return ActionResult.failed("the channel failed unexpectedly (the details are in the log)")
+
+    def record(self, action: Action, result: ActionResult) -> None:
+        """Log what was done, and keep a sent message in the chat's history."""
         if isinstance(action, COSMETIC_ACTIONS):
             if not result.ok:
                 log.info("cosmetic %s skipped in %s: %s", type(action).__name__, action.chat, result.error)

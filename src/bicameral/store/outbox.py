@@ -6,6 +6,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, replace
 
 from bicameral.events import SendFile, SendText
@@ -37,6 +38,10 @@ class OutboxStore:
         self._db = db
         self._clock = clock
         self._redact = redact
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One transaction for this store's writes and other stores' (never held across an await)."""
+        return self._db.tx()
 
     def add(self, actions: Sequence[Message], not_before: Sequence[float], turn_id: str | None = None) -> list[OutboxEntry]:
         """Record messages in one transaction, so either all of a reply's parts are kept or none."""
