@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bicameral.channels.telegram.format import html_to_plain, markdown_to_html, split_for_telegram
+from bicameral.channels.telegram.format import (
+    _MARKUP_RE,
+    _parsed,
+    _plain_paragraphs,
+    html_to_plain,
+    markdown_to_html,
+    split_for_telegram,
+)
 
 ALLOWED_TAGS = {"b", "i", "u", "s", "code", "pre", "a", "blockquote", "tg-spoiler"}
 ALLOWED_ENTITIES = {"lt", "gt", "amp", "quot"}
@@ -457,3 +464,42 @@ def test_split_preserves_words_of_prose(md: str, limit: int) -> None:
     chunks = split_for_telegram(md, limit)
     assert all(size <= limit for size in rendered_sizes(chunks))
     assert Counter("\n\n".join(chunks).split()) == Counter(md.split())
+
+
+# --- plain prose skips the parser, with the parser's result ---
+
+# Prose and the characters that sit on the edge of Markdown: line starts, spacing, punctuation.
+_PROSE = st.lists(
+    st.sampled_from(
+        ["word", "Wort", "ok", "bench-12", " ", "  ", "   ", "    ", "\n", "\n\n", " \n", "1", "12", ".", ")", "(",
+         "-", "+", "#", ">", "=", "!", ":", "?", ",", "'", '"', "é", "😀", "\u00a0", "\t", "%", "$", "@", "^", "{",
+         "}", "/", "http://x.org", "a.b"]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_PROSE, st.text(max_size=60)))
+def test_text_the_fast_path_takes_renders_as_the_parser_renders_it(text: str) -> None:
+    if not _MARKUP_RE.search(text):
+        assert _plain_paragraphs(text) == _parsed(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ok bench-12", "Sure thing, see you at 5pm.\nBring snacks!", "First.\n\n\nSecond one.", "  two spaces in front",
+     "x > y, and 3 + 4 = 7", "a -- b", "see http://example.org/a?b=c for more"],
+)
+def test_everyday_plain_replies_skip_the_parser(text: str) -> None:
+    assert not _MARKUP_RE.search(text)
+    assert markdown_to_html(text) == _parsed(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- item", "1. first", "# title", "> quote", "text\n===", "a *b*", "a_b_c", "`code`", "[x](y)", "a | b", "&amp;",
+     "<http://x>", "    code", "line  \nbreak", "tab\there", "a\\*b", "~~gone~~", "2) second"],
+)
+def test_anything_that_may_be_markup_goes_to_the_parser(text: str) -> None:
+    assert _MARKUP_RE.search(text)

@@ -24,6 +24,11 @@ TELEGRAM_LIMIT = 4096
 def markdown_to_html(md: str) -> str:
     """Render Markdown into the HTML subset Telegram accepts with parse_mode=HTML."""
     # Cached: the splitter renders a chunk to measure it, and the sender renders that same chunk again.
+    return _plain_paragraphs(md) if not _MARKUP_RE.search(md) else _parsed(md)
+
+
+def _parsed(md: str) -> str:
+    """The HTML for `md` by way of the Markdown parser."""
     root = SyntaxTreeNode(_parser().parse(md))
     rendered = _Renderer().blocks(root.children, "\n\n", 0).strip()
     if not rendered.strip() and md.strip():
@@ -31,6 +36,28 @@ def markdown_to_html(md: str) -> str:
         # empty message, which Telegram rejects; show the source instead.
         return escape(md.strip())
     return rendered
+
+
+# Anything that can make Markdown of prose: inline markup anywhere (emphasis, code, links, entities,
+# autolinks, tables, escapes), block markup at a line's start (lists, headings, quotes, rules, setext
+# underlines, code blocks), hard breaks, and whitespace other than spaces and line feeds. Text without
+# any of it is paragraphs of plain text, rendered without the parser.
+_MARKUP_RE = re.compile(r"[\\`*_~\[\]<&|\x00]|[^\S \n]|^ *(?:[-+#>=]|\d+[.)])| {4}|  $", re.MULTILINE)
+
+
+def _plain_paragraphs(md: str) -> str:
+    """What the parser makes of plain text: paragraphs split at blank lines, each line's edge spaces dropped."""
+    paragraphs, lines = [], []
+    for line in md.split("\n"):
+        line = line.strip(" ")
+        if line:
+            lines.append(escape(line))
+        elif lines:
+            paragraphs.append("\n".join(lines))
+            lines = []
+    if lines:
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
 
 
 def split_for_telegram(md: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
