@@ -1,15 +1,18 @@
-"""The gate stores a batch in two transactions, skips a poisoned message, and loses nothing to a storage error."""
+"""The gate stores a batch in one transaction, skips a poisoned message, and loses nothing to a storage error."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from bicameral.config import Settings
 from bicameral.conversation.router import ActionRouter
-from bicameral.events import Inbound, Sender
+from bicameral.events import AttachmentRef, Inbound, Sender
 from bicameral.gate.access import AccessConfig, AccessPolicy
 from bicameral.gate.gate import Gate
 from bicameral.gate.ratelimit import RateLimiter
@@ -55,12 +58,12 @@ def setup(tmp_path: Path) -> _Setup:
     return _Setup(tmp_path)
 
 
-async def test_a_batch_is_stored_in_two_transactions_however_long(setup: _Setup) -> None:
+async def test_a_batch_is_stored_in_one_transaction_however_long(setup: _Setup) -> None:
     await setup.gate([_message(n) for n in range(50)])
     assert setup.stored() == [str(n) for n in range(50)]
     assert [i.message_id for i in setup.forwarded] == [str(n) for n in range(50)]
     assert all(i.row_id is not None for i in setup.forwarded)
-    assert setup.statements.count("BEGIN IMMEDIATE") == 2
+    assert setup.statements.count("BEGIN IMMEDIATE") == 1
     assert setup.stores.db.query_one("SELECT count(*) FROM rate_limits")[0] == 50  # every sender was counted
 
 
@@ -113,3 +116,28 @@ async def test_a_refused_sender_is_recorded_while_the_others_are_stored(setup: _
     await setup.gate([_message(0), owner])
     assert setup.stored() == ["9"]
     assert setup.stores.db.query_one("SELECT count(*) FROM unauthorized_messages")[0] == 1
+
+
+class _Downloads:
+    """A channel whose files arrive after an await, like a real download."""
+
+    name = "telegram"
+
+    def __init__(self, db_in_transaction: Callable[[], bool]) -> None:
+        self._in_transaction = db_in_transaction
+        self.held_a_transaction = False
+
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        await asyncio.sleep(0)
+        self.held_a_transaction |= self._in_transaction()
+        return dataclasses.replace(inbound, attachment_refs=())
+
+
+async def test_files_are_downloaded_between_two_transactions_never_inside_one(setup: _Setup) -> None:
+    channel = _Downloads(lambda: setup.stores.db._conn.in_transaction)
+    setup.gate._router.register(channel)  # type: ignore[arg-type]
+    with_file = dataclasses.replace(_message(1), attachment_refs=(AttachmentRef(kind="document", file_id="f", name="a.txt"),))
+    await setup.gate([_message(0), with_file])
+    assert setup.stored() == ["0", "1"]
+    assert setup.statements.count("BEGIN IMMEDIATE") == 2
+    assert not channel.held_a_transaction

@@ -69,19 +69,26 @@ class Gate:
         return self._access
 
     async def __call__(self, batch: Sequence[Inbound]) -> None:
-        # Two write transactions per batch, not two per message: the screening (refusals, rate counts),
-        # then, after any downloads, the storing. Neither is held across an await.
+        # One write transaction per batch, not two per message. Files are downloaded outside it (a
+        # transaction is never held across an await): a batch with files is screened (refusals, rate
+        # counts) in one transaction and stored in a second, after the downloads.
         with self._stores.db.tx():
             screened = [found for inbound in batch if (found := self._guarded(self._screen, inbound))]
-        fetched = []
-        for inbound, status in screened:
-            ready = await self._fetched(inbound) if inbound.attachment_refs else inbound
-            if ready is not None:
-                fetched.append((ready, status))
-        with self._stores.db.tx():
-            kept = [ready for inbound, status in fetched if (ready := self._guarded(self._keep, inbound, status))]
+            downloads = any(inbound.attachment_refs for inbound, _ in screened)
+            kept = [] if downloads else self._keep_all(screened)
+        if downloads:
+            fetched = []
+            for inbound, status in screened:
+                ready = await self._fetched(inbound) if inbound.attachment_refs else inbound
+                if ready is not None:
+                    fetched.append((ready, status))
+            with self._stores.db.tx():
+                kept = self._keep_all(fetched)
         for inbound in kept:
             await self._forward(inbound)
+
+    def _keep_all(self, screened: Sequence[tuple[Inbound, str]]) -> list[Inbound]:
+        return [ready for inbound, status in screened if (ready := self._guarded(self._keep, inbound, status))]
 
     def _guarded(self, step: Callable[..., _T | None], inbound: Inbound, *args: object) -> _T | None:
         """One message's step in its own savepoint: a poisoned message is skipped, the batch goes on."""
