@@ -141,3 +141,30 @@ async def test_files_are_downloaded_between_two_transactions_never_inside_one(se
     assert setup.stored() == ["0", "1"]
     assert setup.statements.count("BEGIN IMMEDIATE") == 2
     assert not channel.held_a_transaction
+
+
+class _BrokenDownloads:
+    name = "telegram"
+
+    def __init__(self, error: Exception) -> None:
+        self._error = error
+
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        raise self._error
+
+
+def _with_file(n: int) -> Inbound:
+    return dataclasses.replace(_message(n), attachment_refs=(AttachmentRef(kind="photo", file_id="f", name="p.jpg"),))
+
+
+async def test_a_download_that_fails_oddly_skips_its_message_only(setup: _Setup) -> None:
+    setup.gate._router.register(_BrokenDownloads(ValueError("unexpected answer")))  # type: ignore[arg-type]
+    await setup.gate([_message(0), _with_file(1), _message(2)])
+    assert setup.stored() == ["0", "2"]
+
+
+async def test_a_full_disk_while_downloading_stores_none_of_the_batch(setup: _Setup) -> None:
+    setup.gate._router.register(_BrokenDownloads(OSError(28, "No space left on device")))  # type: ignore[arg-type]
+    with pytest.raises(OSError):
+        await setup.gate([_message(0), _with_file(1)])
+    assert setup.stored() == [] and setup.forwarded == []

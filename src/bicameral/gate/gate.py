@@ -8,7 +8,7 @@ import dataclasses
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TypeVar
 
 from bicameral.config import Settings
@@ -92,9 +92,15 @@ class Gate:
 
     def _guarded(self, step: Callable[..., _T | None], inbound: Inbound, *args: object) -> _T | None:
         """One message's step in its own savepoint: a poisoned message is skipped, the batch goes on."""
+        with self._isolated(inbound), self._stores.db.tx():
+            return step(inbound, *args)
+        return None
+
+    @contextlib.contextmanager
+    def _isolated(self, inbound: Inbound) -> Iterator[None]:
+        """A storage error stops the batch; any other error skips only this message."""
         try:
-            with self._stores.db.tx():
-                return step(inbound, *args)
+            yield
         except STORAGE_ERRORS:
             # The batch's transaction rolls back whole, so nothing of it is kept or acknowledged: the
             # channel offers it again.
@@ -103,7 +109,6 @@ class Gate:
         except Exception:
             # One poisoned message must not block the batch (or the offset) for everyone else.
             log.exception("gate failed on %s m%s; skipped", inbound.chat, inbound.message_id)
-            return None
 
     def _screen(self, inbound: Inbound) -> tuple[Inbound, str] | None:
         """Clean, check access and count against the rate limit: the cleaned message and the status to store
@@ -125,16 +130,11 @@ class Gate:
 
     async def _fetched(self, inbound: Inbound) -> Inbound | None:
         """Download an admitted message's files (refused senders' files never are) and copy them to the workspace."""
-        try:
+        with self._isolated(inbound):
             channel = self._router.channel_for(inbound.chat)
-            inbound = await channel.fetch_attachments(inbound) if channel else dataclasses.replace(inbound, attachment_refs=())
-            return self._copy_to_workspace(inbound)
-        except STORAGE_ERRORS:
-            log.error("could not store %s m%s; the batch will be offered again", inbound.chat, inbound.message_id)
-            raise
-        except Exception:
-            log.exception("gate failed on %s m%s; skipped", inbound.chat, inbound.message_id)
-            return None
+            fetched = await channel.fetch_attachments(inbound) if channel else dataclasses.replace(inbound, attachment_refs=())
+            return self._copy_to_workspace(fetched)
+        return None
 
     def _keep(self, inbound: Inbound, status: str) -> Inbound | None:
         """Store the message; returned (with its row id) when a turn should answer it."""
