@@ -503,3 +503,19 @@ def test_everyday_plain_replies_skip_the_parser(text: str) -> None:
 )
 def test_anything_that_may_be_markup_goes_to_the_parser(text: str) -> None:
     assert _MARKUP_RE.search(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "markup"),
+    [
+        ("1" * 1_000_000, False),
+        ("1" * 1_000_000 + ".", True),  # an ordered list's number, found after a megabyte of digits
+        (" " * 1_000_000 + "x", True),  # indented code
+        (("1" * 1000 + "\n") * 1000, False),
+        ("a " * 500_000, False),
+    ],
+    ids=["digits", "digits-then-dot", "spaces", "digit-lines", "words"],
+)
+def test_a_megabyte_of_near_markup_is_classified_in_linear_time(text: str, markup: bool) -> None:
+    # Backtracking in the markup test would hang here; it reads each character a bounded number of times.
+    assert bool(_MARKUP_RE.search(text)) is markup
