@@ -336,7 +336,12 @@ async def test_two_chats_at_once_each_get_their_own_answer(telegram, models, sta
     theirs = await telegram.await_sent(other, 1, timeout=40)
     assert [m["text"] for m in mine] == ["for you: I am the owner"]
     assert [m["text"] for m in theirs] == ["for you: I am someone else"]
-    first_two = main_requests(models)[:2]
+    # Each chat's first request (not a later one carrying its tool result), once the fake has noted both done.
+    def first_per_chat() -> list:
+        firsts = [r for r in main_requests(models) if not r.tool_results()][:2]
+        return firsts if len(firsts) == 2 and all(r.completed_at is not None for r in firsts) else []
+
+    first_two = await wait_for(first_per_chat, what="both chats' first requests to be finished")
     assert max(r.received_at for r in first_two) < min(r.completed_at for r in first_two)  # they overlapped
     def audited() -> list[dict]:
         rows = [r for r in app.stores.tool_calls.recent() if r["name"] == "send_message"]
