@@ -19,6 +19,8 @@ OPEN = "<memory>"
 CLOSE = "</memory>"
 RULES_OPEN = "<instructions>"
 _LIST_LIMIT = 50
+# A lookup this quick costs the loop less than a hop to a worker thread and back does.
+_INLINE_SECONDS = 0.002
 
 
 def burst_text(batch: Sequence[Inbound]) -> str:
@@ -62,13 +64,17 @@ def instructions_note(stores: Stores, chat: str) -> str | None:
 async def prompt_note(stores: Stores, reach: Reach | None, chat: str, text: str, budget_tokens: int) -> str | None:
     """Instructions and relevant memories for one model call: rebuilt every time, never stored.
 
-    Looked up beside the event loop: with a large memory it takes tens of milliseconds other chats should not wait.
+    A small memory is looked up on the event loop: a thread hop costs more than the lookup, and in a burst
+    the hops contend for the database with every other chat. Once a lookup took longer (a large memory,
+    a slow disk, the first one) they run beside the loop, where tens of milliseconds stall no other chat.
     """
 
     def build() -> str | None:
         parts = [instructions_note(stores, chat), memory_note(stores.memory, reach, text, budget_tokens)]
         return "\n\n".join(p for p in parts if p) or None
 
+    if stores.memory.last_lookup_seconds < _INLINE_SECONDS:
+        return build()
     return await asyncio.to_thread(build)
 
 

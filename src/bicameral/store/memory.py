@@ -66,13 +66,22 @@ class Memory:
     """The memory of one data dir: its files under `root`, their index in the database."""
 
     def __init__(
-        self, db: Database, root: Path, *, committed: Path | None = None, clock: Callable[[], float] = time.time
+        self,
+        db: Database,
+        root: Path,
+        *,
+        committed: Path | None = None,
+        clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.root = Path(root)
         # A read-only folder kept in the owner's own repository: searched like the rest, never written.
         self.committed = Path(committed) if committed is not None else None
         self.index = MemoryIndex(db)
         self._clock = clock
+        self.timer = timer  # what lookups are timed with
+        # Unknown until the first lookup is timed: assume it is slow, so it never stalls the caller's loop.
+        self.last_lookup_seconds = math.inf
 
     # --- keeping the index in step with the files ---
 
@@ -132,6 +141,13 @@ class Memory:
         """What goes into a prompt: facts matching the text, then the most important, within a token budget."""
         if budget_tokens <= 0 or not scopes:
             return []
+        started = self.timer()
+        try:
+            return self._relevant(text, scopes, budget_tokens)
+        finally:
+            self.last_lookup_seconds = self.timer() - started
+
+    def _relevant(self, text: str, scopes: Sequence[str], budget_tokens: int) -> list[Fact]:
         self.sync()
         matched = self._search(text, scopes, _CANDIDATES)
         chosen: dict[str, Fact] = {}
