@@ -47,9 +47,12 @@ class AnthropicModel(RemoteModel):
             headers["x-api-key"] = self._api_key
         return headers
 
-    def _body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> dict[str, Any]:
-        params = build_request(system, messages, tools, self.data_dir)
+    def _body(self, system: str, messages: list[Message], max_tokens: int) -> dict[str, Any]:
+        params = build_request(system, messages, [], self.data_dir)
         return {"model": self.model, "max_tokens": max_tokens, "stream": True, **params}
+
+    def _tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return tool_params(tools)
 
     def _reader(self) -> _StreamReader:
         return _StreamReader(self)
@@ -77,15 +80,19 @@ def build_request(
     if system:
         params["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
     if tools:
-        converted = [
-            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
-        ]
-        converted[-1]["cache_control"] = dict(_EPHEMERAL)
-        params["tools"] = converted
+        params["tools"] = tool_params(tools)
     if params["messages"]:
         # Marking the newest block caches the whole conversation for the next call.
         params["messages"][-1]["content"][-1]["cache_control"] = dict(_EPHEMERAL)
     return params
+
+
+def tool_params(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """The `tools` of a Messages request, a cache breakpoint on the last (they come before the system prompt)."""
+    converted = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+    if converted:
+        converted[-1]["cache_control"] = dict(_EPHEMERAL)
+    return converted
 
 
 # --- conversion ---

@@ -48,12 +48,15 @@ class OpenAIModel(RemoteModel):
         # A local server needs no key; sending none is better than a made-up one.
         return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
-    def _body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> dict[str, Any]:
-        params = build_request(system, messages, tools, self.data_dir)
+    def _body(self, system: str, messages: list[Message], max_tokens: int) -> dict[str, Any]:
+        params = build_request(system, messages, [], self.data_dir)
         # Official OpenAI reasoning models reject `max_tokens`; older compatible servers only know it.
         official = not self.base_url or "api.openai.com" in self.base_url
         params["max_completion_tokens" if official else "max_tokens"] = max_tokens
         return {"model": self.model, "stream": True, "stream_options": {"include_usage": True}, **params}
+
+    def _tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return tool_params(tools)
 
     def _reader(self) -> _StreamReader:
         return _StreamReader(self)
@@ -79,14 +82,16 @@ def build_request(
             out.extend(_user_messages(message, data_dir))
     params: dict[str, Any] = {"messages": out}
     if tools:
-        params["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
-            }
-            for t in tools
-        ]
+        params["tools"] = tool_params(tools)
     return params
+
+
+def tool_params(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """The `tools` of a Chat Completions request."""
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+        for t in tools
+    ]
 
 
 # --- conversion ---

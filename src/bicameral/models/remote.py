@@ -31,6 +31,7 @@ _RETRY_CAP_SECONDS = 8.0
 _RETRY_AFTER_CAP_SECONDS = 60.0  # a longer wait is better spent telling the user
 # Connections kept for the next burst: a new TLS connection to a provider costs a handshake.
 _IDLE_CONNECTIONS = 256
+_TOOL_SETS_KEPT = 8  # the front's actions, the executor's tools, and a few sets as MCP servers come and go
 _HEADLINES = {
     "rate_limit": "{} is rate-limiting requests",
     "overloaded": "{} is overloaded",
@@ -86,6 +87,8 @@ class RemoteModel(ABC):
         self._proxies = proxies
         self._sleep = sleep
         self._redact = Redactor([api_key] if api_key else [])
+        # Tool schemas are most of a request and the same every call: each set is encoded once.
+        self._encoded_tools: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
 
     async def stream(
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
@@ -93,8 +96,7 @@ class RemoteModel(ABC):
         """One completion as a stream of events; raises ModelError on failure."""
         if not self._api_key and not self.base_url:
             raise ModelError("auth", self.missing_key)
-        # "replace": a lone surrogate that slipped into a tool result must not sink the whole request.
-        body = json.dumps(self._body(system, messages, tools, max_tokens), ensure_ascii=False).encode("utf-8", "replace")
+        body = self.encode_body(system, messages, tools, max_tokens)
         try:
             async with aclosing(await self._open(body)) as response:
                 reader = self._reader()
@@ -109,6 +111,14 @@ class RemoteModel(ABC):
             raise self.error("connection", f"could not connect to {self.service}") from None
         except TransportError as err:
             raise self.error("connection", f"lost the connection to {self.service} mid-reply: {err}") from None
+
+    def encode_body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> bytes:
+        """The request body as sent: the call's own JSON with the tool set's, encoded once, spliced in."""
+        text = json.dumps(self._body(system, messages, max_tokens), ensure_ascii=False)
+        if tools:
+            text = f'{text[:-1]}, "tools": {self._tools_json(tools)}}}'
+        # "replace": a lone surrogate that slipped into a tool result must not sink the whole request.
+        return text.encode("utf-8", "replace")
 
     async def aclose(self) -> None:
         """Close the kept-alive connections (a shared `http_client` is left to its owner)."""
@@ -138,8 +148,12 @@ class RemoteModel(ABC):
         """Authentication and versioning headers for every request."""
 
     @abstractmethod
-    def _body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> dict[str, Any]:
-        """The JSON body of a streamed completion request."""
+    def _body(self, system: str, messages: list[Message], max_tokens: int) -> dict[str, Any]:
+        """The JSON body of a streamed completion request, all but its `tools`."""
+
+    @abstractmethod
+    def _tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        """The request's `tools` field."""
 
     @abstractmethod
     def _reader(self) -> StreamReader:
@@ -157,6 +171,16 @@ class RemoteModel(ABC):
         except (ValueError, TypeError, KeyError, AttributeError) as err:
             # Valid JSON of the wrong shape is as malformed as invalid JSON.
             raise self.error("server", f"{self.service} sent a malformed reply: {type(err).__name__}: {err}") from None
+
+    def _tools_json(self, tools: list[ToolSpec]) -> str:
+        # Keyed by identity, and the specs are held, so no id is reused while its entry lives.
+        key = tuple(map(id, tools))
+        found = self._encoded_tools.get(key)
+        if found is None:
+            if len(self._encoded_tools) >= _TOOL_SETS_KEPT:
+                self._encoded_tools.pop(next(iter(self._encoded_tools)))
+            found = self._encoded_tools[key] = (tuple(tools), json.dumps(self._tools(tools), ensure_ascii=False))
+        return found[1]
 
     def _client(self) -> HttpClient:
         if self._shared_client is not None:
