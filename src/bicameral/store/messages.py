@@ -65,14 +65,15 @@ class MessageStore:
         marks = ",".join("?" * len(ids))
         with self._db.tx() as conn:
             conn.execute(
-                f"UPDATE messages SET status = ?, consumed_at = ? WHERE id IN ({marks}) AND status = ?",
-                (CONSUMED, self._clock(), *ids, PENDING),
+                f"UPDATE messages SET status = ?, consumed_at = ? WHERE id IN ({marks}) AND status = '{PENDING}'",
+                (CONSUMED, self._clock(), *ids),
             )
 
     def pending_inbound(self) -> list[Inbound]:
         """Inbound messages accepted but never answered, oldest first."""
         rows = self._db.query(
-            "SELECT id, payload FROM messages WHERE status = ? AND direction = 'in' ORDER BY id", (PENDING,)
+            # A literal, as the partial index `messages_pending` has it: a bound value is planned at every call.
+            f"SELECT id, payload FROM messages WHERE status = '{PENDING}' AND direction = 'in' ORDER BY id"
         )
         return [inbound_from_json(row["payload"], row_id=row["id"]) for row in rows]
 
