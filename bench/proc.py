@@ -28,9 +28,14 @@ def clean_env(data_dir: Path) -> dict[str, str]:
 
 
 def bot_env(
-    telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None, provider: str = "openai"
+    telegram: FakeTelegram,
+    models: ModelServer,
+    data_dir: Path,
+    mode: str | None = None,
+    provider: str = "openai",
+    **settings: object,
 ) -> dict[str, str]:
-    """`bicameral run` wired to the fakes, both chambers on `provider` (openai or anthropic)."""
+    """`bicameral run` wired to the fakes, both chambers on `provider` (openai or anthropic), plus `settings`."""
     env = clean_env(data_dir)
     env.update(
         BICAMERAL_TELEGRAM_TOKEN=telegram.token,
@@ -45,12 +50,17 @@ def bot_env(
         env.update(ANTHROPIC_API_KEY="x", ANTHROPIC_BASE_URL=models.url)
     else:
         env.update(OPENAI_API_KEY="x", OPENAI_BASE_URL=models.openai_url)
-    env.update({f"BICAMERAL_{key.upper()}": str(value) for key, value in pinned(mode).items()})
+    env.update({f"BICAMERAL_{key.upper()}": str(value) for key, value in {**pinned(mode), **settings}.items()})
     return env
 
 
 def spawn_bot(
-    telegram: FakeTelegram, models: ModelServer, data_dir: Path, mode: str | None = None, provider: str = "openai"
+    telegram: FakeTelegram,
+    models: ModelServer,
+    data_dir: Path,
+    mode: str | None = None,
+    provider: str = "openai",
+    **settings: object,
 ) -> subprocess.Popen[bytes]:
     """Start the assistant; its console output goes to a file next to the data dir."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +69,7 @@ def spawn_bot(
         return subprocess.Popen(
             [sys.executable, "-m", "bicameral", "run"],
             cwd=data_dir.parent,
-            env=bot_env(telegram, models, data_dir, mode, provider),
+            env=bot_env(telegram, models, data_dir, mode, provider, **settings),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,

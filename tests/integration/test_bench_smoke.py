@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from bench.concurrency import AGAIN, run_concurrency
 from bench.idle import run_idle
 from bench.overhead import run_overhead
 from bench.startup import run_startup
@@ -24,6 +25,17 @@ async def test_overhead_answers_every_message_and_reports_numbers():
 async def test_startup_reports_a_number():
     result = await run_startup(runs=1)
     assert len(result.runs) == 1
+    assert all(math.isfinite(f.value) and f.value > 0 for f in result.figures())
+
+
+@pytest.mark.slow
+async def test_concurrency_answers_every_chat_in_each_burst_of_a_child_process():
+    result = await run_concurrency(chats=4, latency=0.2)
+    assert len(result.capped) == 1 + AGAIN and result.uncapped is None  # 4 chats stay under the shipped cap
+    assert [b.answered for b in result.capped] == [4] * (1 + AGAIN)
+    names = [f.name for f in result.figures()]
+    cap = result.default_cap
+    assert f"makespan, turn cap {cap} (default)" in names and f"makespan, turn cap {cap}, again" in names
     assert all(math.isfinite(f.value) and f.value > 0 for f in result.figures())
 
 
