@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from importlib import resources
 from pathlib import Path
 
+from bicameral.store import db as db_module
 from bicameral.store.db import Database
 
 LATEST = max(int(e.name[:3]) for e in resources.files("bicameral.store").joinpath("migrations").iterdir()
@@ -94,3 +97,51 @@ def test_a_failed_outer_transaction_undoes_its_finished_inner_ones(tmp_path: Pat
     with db.tx() as conn:  # and the connection is usable again, at the top level
         conn.execute("INSERT INTO t VALUES ('next')")
     assert _values(db) == ["next"]
+
+
+def _in_database_file(path: Path) -> list[str]:
+    """The kv keys in the database file itself, ignoring the WAL: what a checkpoint has copied there."""
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as conn:
+        return [row[0] for row in conn.execute("SELECT key FROM kv ORDER BY key")]
+
+
+def _wait(condition, timeout: float = 30.0) -> None:
+    """Until `condition()` holds, waking on a short timer (the checkpoint runs in its own thread)."""
+    done = threading.Event()
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        done.wait(0.01)
+
+
+def test_commits_never_checkpoint_but_a_thread_of_its_own_does(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "db.sqlite"
+    Database(path).close()  # migrated: opening it again commits nothing
+    monkeypatch.setattr(db_module, "CHECKPOINT_EVERY", 3)
+    db = Database(path)
+    try:
+        assert db.query_one("PRAGMA wal_autocheckpoint")[0] == 0
+        committed = _in_database_file(path)
+        for key in ("a", "b"):
+            with db.tx() as conn:
+                conn.execute("INSERT INTO kv (key, value) VALUES (?, '1')", (key,))
+        assert _in_database_file(path) == committed  # still only in the WAL, and no thread yet
+        assert db._checkpointer is None
+        db.execute("INSERT INTO kv (key, value) VALUES ('c', '1')")  # a third commit, outside a transaction
+        checkpointer = db._checkpointer
+        assert checkpointer is not None
+        _wait(lambda: checkpointer.done == 1)
+        assert _in_database_file(path) == ["a", "b", "c"]
+        assert checkpointer._thread.name == "sqlite-checkpoint" and checkpointer._thread.is_alive()
+    finally:
+        db.close()
+    assert not checkpointer._thread.is_alive()  # closing stops it
+
+
+def test_an_in_memory_database_has_no_checkpoints(monkeypatch) -> None:
+    monkeypatch.setattr(db_module, "CHECKPOINT_EVERY", 1)
+    db = Database(":memory:")
+    with db.tx() as conn:
+        conn.execute("INSERT INTO kv (key, value) VALUES ('a', '1')")
+    assert db._checkpointer is None
+    db.close()

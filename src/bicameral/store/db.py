@@ -1,7 +1,8 @@
-"""The SQLite database: one WAL-mode connection, migrations applied in order."""
+"""The SQLite database: one WAL-mode connection, migrations applied in order, checkpoints beside it."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -11,8 +12,13 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 # Positional or named statement parameters.
 Params = tuple[Any, ...] | dict[str, Any]
+# Commits between checkpoints. A commit writes a few pages, so the WAL stays within a few MB, about
+# what SQLite's own 1000-page threshold allows.
+CHECKPOINT_EVERY = 250
 
 
 class Database:
@@ -30,7 +36,17 @@ class Database:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA busy_timeout=5000")
+        self._commits = 0  # since the last checkpoint was asked for
+        self._checkpointer: _Checkpointer | None = None
+        if self.on_disk:
+            # A checkpoint copies the WAL into the database file and syncs it: a stall of milliseconds, far
+            # more on an SD card. The thread of `_Checkpointer` does that, never the caller of a commit.
+            self._conn.execute("PRAGMA wal_autocheckpoint=0")
         self.migrate()
+
+    @property
+    def on_disk(self) -> bool:
+        return str(self.path) != ":memory:"
 
     def migrate(self) -> int:
         """Apply every migration newer than the schema's user_version; returns the version."""
@@ -72,6 +88,8 @@ class Database:
                         self._conn.execute(end)  # rolled back to it, the savepoint itself still has to go
                     raise
                 self._conn.execute(end)
+                if not nested:
+                    self._committed()
             finally:
                 self._depth -= 1
 
@@ -86,11 +104,63 @@ class Database:
 
     def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
         with self._lock:
-            return self._conn.execute(sql, params)
+            cursor = self._conn.execute(sql, params)
+            if not self._depth:
+                self._committed()  # a statement outside a transaction commits on its own
+            return cursor
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._checkpointer is not None:
+                self._checkpointer.stop()
+            self._conn.close()  # the last connection to close checkpoints what is left
+
+    def _committed(self) -> None:
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY or not self.on_disk:
+            return
+        self._commits = 0
+        if self._checkpointer is None:
+            self._checkpointer = _Checkpointer(self.path)
+        self._checkpointer.request()
+
+
+class _Checkpointer:
+    """A thread with a connection of its own that checkpoints the WAL when asked (started at the first ask)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._wanted = threading.Event()
+        self._stopping = False
+        self.done = 0  # checkpoints run so far
+        self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
+        self._thread.start()
+
+    def request(self) -> None:
+        self._wanted.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(str(self._path), check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout=5000")
+            while True:
+                self._wanted.wait()
+                self._wanted.clear()
+                if self._stopping:
+                    return
+                try:
+                    # PASSIVE: copies what no reader still needs, never waits for writers or makes them wait.
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:
+                    log.warning("database checkpoint failed (tried again after more writes): %s", exc)
+                self.done += 1
+        finally:
+            conn.close()
 
 
 def _migration_files() -> list[tuple[int, Traversable]]:
