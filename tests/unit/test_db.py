@@ -145,3 +145,45 @@ def test_an_in_memory_database_has_no_checkpoints(monkeypatch) -> None:
         conn.execute("INSERT INTO kv (key, value) VALUES ('a', '1')")
     assert db._checkpointer is None
     db.close()
+
+
+def test_a_failed_checkpoint_is_logged_and_the_next_one_still_runs(tmp_path: Path, monkeypatch, caplog) -> None:
+    path = tmp_path / "db.sqlite"
+    Database(path).close()
+    monkeypatch.setattr(db_module, "CHECKPOINT_EVERY", 1)
+    db = Database(path)
+    real_connect = sqlite3.connect
+    failures = [sqlite3.OperationalError("disk I/O error")]
+
+    class _Failing:
+        """The checkpointer's connection, failing its first checkpoint as a bad disk would."""
+
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self._conn = conn
+
+        def execute(self, sql: str, *args):
+            if "wal_checkpoint" in sql and failures:
+                raise failures.pop()
+            return self._conn.execute(sql, *args)
+
+        def close(self) -> None:
+            self._conn.close()
+
+    def connect(*args, **kwargs):
+        conn = real_connect(*args, **kwargs)
+        return _Failing(conn) if threading.current_thread().name == "sqlite-checkpoint" else conn
+
+    monkeypatch.setattr(db_module.sqlite3, "connect", connect)
+    try:
+        db.execute("INSERT INTO kv (key, value) VALUES ('a', '1')")
+        checkpointer = db._checkpointer
+        assert checkpointer is not None
+        _wait(lambda: checkpointer.done == 1)
+        assert "database checkpoint failed" in caplog.text and "disk I/O error" in caplog.text
+        assert _in_database_file(path) == []  # nothing copied yet
+        db.execute("INSERT INTO kv (key, value) VALUES ('b', '1')")
+        _wait(lambda: checkpointer.done == 2)
+        assert _in_database_file(path) == ["a", "b"]
+        assert db.query_one("SELECT value FROM kv WHERE key = 'b'")[0] == "1"  # the database kept serving
+    finally:
+        db.close()

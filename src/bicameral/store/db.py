@@ -26,7 +26,7 @@ class Database:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
+        if self.on_disk:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
@@ -117,7 +117,7 @@ class Database:
 
     def _committed(self) -> None:
         self._commits += 1
-        if self._commits < CHECKPOINT_EVERY or not self.on_disk:
+        if self._commits < CHECKPOINT_EVERY or not self.on_disk:  # an in-memory database has no WAL
             return
         self._commits = 0
         if self._checkpointer is None:
