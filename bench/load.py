@@ -6,7 +6,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from bench.harness import MIB, OWNER, RssSampler, TimedTelegram, tag, tag_of, wait_until
+from bench.harness import MIB, OWNER, RssSampler, TimedTelegram, collector_paused, tag, tag_of, wait_until
 from tests.fakes.model_server import ModelServer
 
 FIRST_CHAT = 5000
@@ -42,11 +42,21 @@ async def warm_up(telegram: TimedTelegram, timeout: float = 60.0) -> float:
 
 
 async def burst(
-    telegram: TimedTelegram, models: ModelServer, chats: int, *, timeout: float, sample_pid: int | None = None
+    telegram: TimedTelegram,
+    models: ModelServer,
+    chats: int,
+    *,
+    timeout: float,
+    sample_pid: int | None = None,
+    in_process: bool = False,
 ) -> Burst:
-    """Send one tagged DM from each of `chats` chats at once and wait for every reply."""
+    """Send one tagged DM from each of `chats` chats at once and wait for every reply.
+
+    `in_process`: the assistant runs in this process, so its garbage collection is part of what is measured.
+    """
     expected = telegram.replies + chats
-    with RssSampler(sample_pid) if sample_pid is not None else nullcontext() as sampler:
+    sampler = RssSampler(sample_pid) if sample_pid is not None else nullcontext()
+    with nullcontext() if in_process else collector_paused(), sampler:
         started = time.monotonic()
         for i in range(chats):
             telegram.user_sends(FIRST_CHAT + i, f"hello {tag(i)}")

@@ -77,7 +77,7 @@ async def _in_process(chats: int, latency: float, mode: str | None) -> tuple[flo
             await asyncio.sleep(SETTLE_SECONDS)
             idle = rss(os.getpid()) / MIB
             await warm_up(telegram)
-            loaded = await burst(telegram, models, chats, timeout=60 + chats * latency, sample_pid=os.getpid())
+            loaded = await burst(telegram, models, chats, timeout=60 + chats * latency, sample_pid=os.getpid(), in_process=True)
         return baseline, idle, loaded
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 
 import pytest
 
 from bench.concurrency import AGAIN, run_concurrency
+from bench.harness import collector_paused
 from bench.idle import run_idle
 from bench.overhead import run_overhead
 from bench.startup import run_startup
@@ -37,6 +39,14 @@ async def test_concurrency_answers_every_chat_in_each_burst_of_a_child_process()
     cap = result.default_cap
     assert f"makespan, turn cap {cap} (default)" in names and f"makespan, turn cap {cap}, again" in names
     assert all(math.isfinite(f.value) and f.value > 0 for f in result.figures())
+
+
+def test_bursts_against_a_child_pause_only_this_process_collector_and_restore_it():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a burst that failed")
+    assert gc.isenabled()
 
 
 def test_json_output_holds_every_figure(capsys):
