@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bench.harness import fakes, open_access, tagged_responder
 from bench.load import Burst, burst, warm_up
-from bench.proc import spawn_bot, stop_bot, wait_ready
+from bench.proc import separable, separate_cores, spawn_bot, stop_bot, wait_ready
 from bench.report import Figure
 from bicameral.config import Settings
 
@@ -25,12 +25,14 @@ class ConcurrencyResult:
     default_cap: int
     capped: list[Burst]  # the first burst after start, then AGAIN more
     uncapped: Burst | None = None
+    own_core: bool = False  # the assistant had a core of its own, the fakes the others
 
     def figures(self) -> list[Figure]:
         name = "concurrency"
         ideal = f"one {self.latency:g} s model call per chat, all in parallel"
         first, *again = self.capped
-        rows = [Figure(name, "ideal makespan", self.latency, "s", ideal)]
+        where = "the assistant on a core of its own, the fakes on the others" if self.own_core else "one core for all"
+        rows = [Figure(name, "ideal makespan", self.latency, "s", f"{ideal}; {where}")]
         runs = [(f"turn cap {self.default_cap} (default)", first, self.default_cap)]
         if self.uncapped is not None:
             runs.append((f"turn cap {self.uncapped.chats}", self.uncapped, self.uncapped.chats))
@@ -50,7 +52,7 @@ class ConcurrencyResult:
 async def run_concurrency(chats: int = 200, latency: float = 1.0, mode: str | None = None) -> ConcurrencyResult:
     """Bursts with the shipped settings; another with the turn cap lifted if a burst exceeds it."""
     cap = int(Settings.model_fields["max_concurrent_turns"].default)
-    result = ConcurrencyResult(latency, cap, await _bursts(chats, latency, mode, 1 + AGAIN))
+    result = ConcurrencyResult(latency, cap, await _bursts(chats, latency, mode, 1 + AGAIN), own_core=separable())
     if chats > cap:
         # Separates queueing behind the cap from the harness's own cost.
         [result.uncapped] = await _bursts(chats, latency, mode, 1, max_concurrent_turns=chats)
@@ -71,7 +73,8 @@ async def _bursts(chats: int, latency: float, mode: str | None, count: int, **se
         proc = spawn_bot(telegram, models, data_dir, mode, **settings)
         try:
             await wait_ready(telegram, proc, spawned)
-            await warm_up(telegram)
-            return [await burst(telegram, models, chats, timeout=60 + chats * latency) for _ in range(count)]
+            with separate_cores(proc):
+                await warm_up(telegram)
+                return [await burst(telegram, models, chats, timeout=60 + chats * latency) for _ in range(count)]
         finally:
             stop_bot(proc)

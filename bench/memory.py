@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.harness import MIB, TimedTelegram, bench_settings, fakes, open_access, rss, running_app, tagged_responder
 from bench.load import Burst, burst, warm_up
-from bench.proc import spawn_bot, stop_bot, wait_ready
+from bench.proc import separate_cores, spawn_bot, stop_bot, wait_ready
 from bench.report import Figure
 from tests.fakes.model_server import ModelServer
 
@@ -88,8 +88,9 @@ async def _subprocess(chats: int, latency: float, mode: str | None) -> tuple[flo
         open_access(data_dir)
         async with _settled_bot(telegram, models, data_dir, mode) as proc:
             idle = rss(proc.pid) / MIB
-            small = await burst(telegram, models, SMALL_BURST, timeout=60 + SMALL_BURST * latency, sample_pid=proc.pid)
-            loaded = await burst(telegram, models, chats, timeout=60 + chats * latency, sample_pid=proc.pid)
+            with separate_cores(proc):
+                small = await burst(telegram, models, SMALL_BURST, timeout=60 + SMALL_BURST * latency, sample_pid=proc.pid)
+                loaded = await burst(telegram, models, chats, timeout=60 + chats * latency, sample_pid=proc.pid)
         return idle, small, loaded
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -12,6 +15,7 @@ from bench.concurrency import AGAIN, run_concurrency
 from bench.harness import collector_paused
 from bench.idle import run_idle
 from bench.overhead import run_overhead
+from bench.proc import separable, separate_cores
 from bench.startup import run_startup
 
 
@@ -47,6 +51,23 @@ def test_bursts_against_a_child_pause_only_this_process_collector_and_restore_it
         assert not gc.isenabled()
         raise RuntimeError("a burst that failed")
     assert gc.isenabled()
+
+
+@pytest.mark.skipif(not separable(), reason="needs two cores and sched_setaffinity")
+def test_a_child_gets_a_core_of_its_own_and_this_process_the_others_until_the_block_ends():
+    ours = os.sched_getaffinity(0)
+    sleeper = "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start()"
+    child = subprocess.Popen([sys.executable, "-c", sleeper])
+    try:
+        with separate_cores(child) as separated:
+            assert separated
+            threads = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+            assert {frozenset(os.sched_getaffinity(t)) for t in threads} == {frozenset({min(ours)})}
+            assert os.sched_getaffinity(0) == ours - {min(ours)}
+        assert os.sched_getaffinity(0) == ours
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_json_output_holds_every_figure(capsys):
