@@ -103,15 +103,16 @@ class Outbox:
         try:
             async with self._lock(chat):
                 for index, entry in enumerate(entries):
-                    head = self._store.head(chat)
+                    head = self._store.head_place(chat)
                     if head is None or head.id > entry.id:  # a drain that held the chat before us already took it
                         state = self._store.state_of(entry.id)
                         results[index] = ActionResult(ok=True) if state == SENT else ActionResult.failed("not delivered")
                         continue
-                    # Only a message that is first in line and due now goes out on the caller's time.
-                    if head.id != entry.id or entry.not_before > self._clock():
+                    # Only a message that is first in line, due now and never tried goes out on the caller's
+                    # time; one a drain tried meanwhile waits out its backoff in the loop.
+                    if head.id != entry.id or head.attempts or head.not_before > self._clock():
                         break
-                    results[index] = await self._attempt(head)
+                    results[index] = await self._attempt(entry)
                 if not results[0].queued and results[-1].queued:
                     # The next part is waiting out its pause: show the user more is coming.
                     await self._router.perform(Typing(chat=chat, thread_id=actions[0].thread_id))

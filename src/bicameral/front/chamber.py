@@ -141,14 +141,16 @@ class FrontChamber:
                 text = gave_up(schedule_id, text, tries, self._stores.schedules)
             await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, turn=turn.turn_id)
             return
-        actions = FrontActions(
-            turn, self.bus, self.delivery, self._schedule_followup, self._clock, turn.tool_context(self._settings, self._stores)
-        )
-        for call in completion.tool_calls:
-            note = await actions.run(call)
-            log.info("front %s in %s: %s", call.name, turn.chat, note)
+        replied = False
+        if completion.tool_calls:  # most answers are words alone: no actions, and no tool context to build
+            tools = turn.tool_context(self._settings, self._stores)
+            actions = FrontActions(turn, self.bus, self.delivery, self._schedule_followup, self._clock, tools)
+            for call in completion.tool_calls:
+                note = await actions.run(call)
+                log.info("front %s in %s: %s", call.name, turn.chat, note)
+            replied = actions.replied
         text = completion.text.strip()
-        if text and not actions.replied:
+        if text and not replied:
             await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, thread_id=turn.thread_id, turn=turn.turn_id)
         await self._deliver_waiting(turn.chat)
         if self._extractor is not None:

@@ -7,7 +7,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from bicameral.events import SendFile, SendText
 from bicameral.redaction import scrub
@@ -32,6 +32,15 @@ class OutboxEntry:
     attempts: int
     not_before: float
     created_at: float
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """The first unsent message of a chat, without the message."""
+
+    id: int
+    attempts: int
+    not_before: float
 
 
 class OutboxStore:
@@ -78,6 +87,13 @@ class OutboxStore:
             f"SELECT {_COLUMNS} FROM outbox WHERE chat = ? AND {_IS_PENDING} ORDER BY id LIMIT 1", (chat,)
         )
         return _entry(row) if row else None
+
+    def head_place(self, chat: str) -> QueuePlace | None:
+        """Where `head(chat)` stands, its message left unread: the sender usually holds that message already."""
+        row = self._db.query_one(
+            f"SELECT id, attempts, not_before FROM outbox WHERE chat = ? AND {_IS_PENDING} ORDER BY id LIMIT 1", (chat,)
+        )
+        return QueuePlace(row["id"], row["attempts"], row["not_before"]) if row else None
 
     def retry_later(self, entry_id: int, not_before: float, error: str) -> None:
         self._db.execute(
@@ -158,13 +174,17 @@ def _entry(row: sqlite3.Row) -> OutboxEntry:
 
 
 def _redacted(action: Message, redact: Callable[[str], str]) -> Message:
+    """The action with its text redacted; the action itself when there was nothing to redact (the usual case)."""
     if isinstance(action, SendText):
-        return replace(action, text=redact(action.text))
-    return replace(action, caption=redact(action.caption)) if action.caption else action
+        text = redact(action.text)
+        return action if text == action.text else replace(action, text=text)
+    caption = redact(action.caption) if action.caption else action.caption
+    return action if caption == action.caption else replace(action, caption=caption)
 
 
 def action_to_json(action: Message) -> str:
-    return json.dumps({"type": type(action).__name__, **asdict(action)}, ensure_ascii=False)
+    # Every field is a str or None: the fields as they are, without asdict's deep copy.
+    return json.dumps({"type": type(action).__name__, **vars(action)}, ensure_ascii=False)
 
 
 def action_from_json(payload: str) -> Message:
