@@ -54,3 +54,19 @@ def test_the_console_and_the_file_both_get_the_redacted_record_redacted_once(
     assert "token is [REDACTED:secret]" in console and "token is [REDACTED:secret]" in written
     assert SECRET not in console + written
     assert calls == [f"token is {SECRET}"]
+
+
+def test_records_skip_what_no_format_shows_the_caller_thread_and_process(tmp_path: Path) -> None:
+    seen: list[logging.LogRecord] = []
+    setup_logging("INFO", tmp_path, [], console=False)
+    grab = logging.Handler()
+    grab.emit = seen.append  # type: ignore[method-assign]
+    logging.getLogger().addHandler(grab)
+    try:
+        logging.getLogger("bicameral.test").info("hello")
+    finally:
+        logging.getLogger().removeHandler(grab)
+        setup_logging("WARNING", None, [], console=False)
+    [record] = seen
+    assert (record.funcName, record.lineno) == ("(unknown function)", 0)  # no frame was looked up
+    assert record.threadName is None and record.processName is None
