@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,11 @@ FRIEND = 2002
 
 def flag(argv: tuple[str, ...], name: str) -> str:
     return argv[argv.index(name) + 1]
+
+
+def _captures(data: Path) -> list[Path]:
+    """Every wire capture under `data`; os.walk, not glob: the running CLI creates and deletes lock files meanwhile."""
+    return [(Path(root) / name).resolve() for root, _, names in os.walk(data) for name in names if name.endswith(".stream.jsonl")]
 
 
 async def test_a_friend_s_chat_gets_neither_the_owner_s_tool_groups_nor_a_way_to_the_owner_s_files(
@@ -47,7 +53,7 @@ async def test_a_friend_s_chat_gets_neither_the_owner_s_tool_groups_nor_a_way_to
     private = [
         owner_spawn.cwd.resolve(),  # the owner's CLI working dir
         (data / "cc_logs").resolve(),  # every chat's wire capture
-        *(data.resolve().glob("**/*.stream.jsonl")),
+        *_captures(data),
         app.settings.db_path.resolve(),
     ]
     for spawn in (owner_spawn, friend_spawn):
