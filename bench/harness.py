@@ -99,7 +99,7 @@ def collector_paused() -> Iterator[None]:
     """No garbage collection in this process meanwhile, for bursts against an assistant in its own process.
 
     Only the fakes live here then, and they keep every call and request they served: a full collection
-    of those stalls both fakes for 50-150 ms mid-burst, time the assistant never spent.
+    of those stalled both fakes for 60-160 ms mid-burst, time the assistant never spent.
     """
     gc.collect()
     gc.disable()
