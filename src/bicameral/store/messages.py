@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import fields, is_dataclass
@@ -16,6 +17,18 @@ from bicameral.types import Clock
 PENDING = "pending"  # accepted, not yet answered: a restart replays these
 CONSUMED = "consumed"  # a turn answered it
 IGNORED = "ignored"  # stored for history only (overheard in a group, command handled inline)
+
+
+def consume(conn: sqlite3.Connection, row_ids: Iterable[int | None], now: float) -> None:
+    """Mark pending inbound rows answered, inside the caller's transaction (`None`s, rows never stored, are skipped)."""
+    ids = [i for i in row_ids if i is not None]
+    if not ids:
+        return
+    marks = ",".join("?" * len(ids))
+    conn.execute(
+        f"UPDATE messages SET status = '{CONSUMED}', consumed_at = ? WHERE id IN ({marks}) AND status = '{PENDING}'",
+        (now, *ids),
+    )
 
 
 class MessageStore:
@@ -59,15 +72,8 @@ class MessageStore:
             return int(cursor.lastrowid or 0)
 
     def mark_consumed(self, row_ids: Iterable[int | None]) -> None:
-        ids = [i for i in row_ids if i is not None]
-        if not ids:
-            return
-        marks = ",".join("?" * len(ids))
         with self._db.tx() as conn:
-            conn.execute(
-                f"UPDATE messages SET status = ?, consumed_at = ? WHERE id IN ({marks}) AND status = '{PENDING}'",
-                (CONSUMED, self._clock(), *ids),
-            )
+            consume(conn, row_ids, self._clock())
 
     def pending_inbound(self) -> list[Inbound]:
         """Inbound messages accepted but never answered, oldest first."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from bicameral.events import SendFile, SendText
 from bicameral.redaction import scrub
 from bicameral.store.db import Database
+from bicameral.store.messages import consume
 
 PENDING = "pending"  # recorded, not yet accepted by the channel
 SENT = "sent"
@@ -21,6 +22,8 @@ Message = SendText | SendFile
 # Spelled as the partial index `outbox_pending` spells it. Bound as a parameter, the state would make
 # SQLite plan the statement again at every call, to learn whether the index applies: five times the cost.
 _IS_PENDING = f"state = '{PENDING}'"
+# A chat's oldest unsent message: the one nothing of the chat may overtake.
+_FIRST_UNSENT = f"FROM outbox WHERE chat = ? AND {_IS_PENDING} ORDER BY id LIMIT 1"
 
 
 @dataclass(frozen=True)
@@ -83,16 +86,12 @@ class OutboxStore:
 
     def head(self, chat: str) -> OutboxEntry | None:
         """The chat's oldest unsent message: nothing of the chat may go out before it."""
-        row = self._db.query_one(
-            f"SELECT {_COLUMNS} FROM outbox WHERE chat = ? AND {_IS_PENDING} ORDER BY id LIMIT 1", (chat,)
-        )
+        row = self._db.query_one(f"SELECT {_COLUMNS} {_FIRST_UNSENT}", (chat,))
         return _entry(row) if row else None
 
     def head_place(self, chat: str) -> QueuePlace | None:
         """Where `head(chat)` stands, its message left unread: the sender usually holds that message already."""
-        row = self._db.query_one(
-            f"SELECT id, attempts, not_before FROM outbox WHERE chat = ? AND {_IS_PENDING} ORDER BY id LIMIT 1", (chat,)
-        )
+        row = self._db.query_one(f"SELECT id, attempts, not_before {_FIRST_UNSENT}", (chat,))
         return QueuePlace(row["id"], row["attempts"], row["not_before"]) if row else None
 
     def retry_later(self, entry_id: int, not_before: float, error: str) -> None:
@@ -110,7 +109,7 @@ class OutboxStore:
                 (state, error, self._clock(), entry_id),
             )
             if row is not None and row["answers"]:
-                _consume(conn, json.loads(row["answers"]), self._clock())
+                consume(conn, json.loads(row["answers"]), self._clock())
 
     def settle(self, turn_id: str, row_ids: Iterable[int | None]) -> bool:
         """A turn ended: its inbound rows are answered once its last message is out; True if that is still to come."""
@@ -122,7 +121,7 @@ class OutboxStore:
             if last is not None and last["state"] == PENDING:
                 conn.execute("UPDATE outbox SET answers = ? WHERE id = ?", (json.dumps(ids), last["id"]))
                 return True
-            _consume(conn, ids, self._clock())
+            consume(conn, ids, self._clock())
             return False
 
     def held_rows(self) -> set[int]:
@@ -148,17 +147,6 @@ class OutboxStore:
 
 
 _COLUMNS = "id, chat, action, turn_id, attempts, not_before, created_at"
-
-
-def _consume(conn: sqlite3.Connection, row_ids: list[int], now: float) -> None:
-    # Same statement as MessageStore.mark_consumed, inside the caller's transaction.
-    if not row_ids:
-        return
-    marks = ",".join("?" * len(row_ids))
-    conn.execute(
-        f"UPDATE messages SET status = 'consumed', consumed_at = ? WHERE id IN ({marks}) AND status = 'pending'",
-        (now, *row_ids),
-    )
 
 
 def _entry(row: sqlite3.Row) -> OutboxEntry:
