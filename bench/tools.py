@@ -17,7 +17,7 @@ import httpx
 
 from bench.harness import percentile
 from bench.report import Figure
-from bicameral.events import Action, ActionResult
+from bicameral.events import Action, ActionResult, Authority, Role
 from bicameral.sandbox.runner import Sandbox
 from bicameral.sandbox.workspace import sandbox_workspace
 from bicameral.tools.base import ToolContext
@@ -117,7 +117,10 @@ async def _sandbox(result: ToolsResult, runs: int, chats: int, data_dir: Path) -
         await sandbox.run(workspace, "true")
         result.sandbox_true.append(time.perf_counter() - started)
     registry = ToolRegistry([RunCommand(sandbox)], timeout=60)
-    contexts = [ToolContext(chat=f"bench:{i}", turn_id="t", data_dir=data_dir, perform=_ok, is_owner=True) for i in range(chats)]
+    owner = Authority(Role.OWNER)
+    contexts = [
+        ToolContext(chat=f"bench:{i}", turn_id="t", data_dir=data_dir, perform=_ok, authority=owner) for i in range(chats)
+    ]
     started = time.perf_counter()
     outcomes = await asyncio.gather(*(registry.execute("run", {"command": "sleep 1"}, ctx) for ctx in contexts))
     result.makespan = time.perf_counter() - started

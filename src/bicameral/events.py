@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Literal
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
@@ -61,6 +64,63 @@ class Quoted:
     from_bot: bool = False
 
 
+class Role(IntEnum):
+    """What the platform vouches a person is in a chat; higher may do more."""
+
+    MEMBER = 1
+    ADMIN = 2  # a group admin: may steer and stop others' work in that group
+    OWNER = 3
+
+
+@dataclass(frozen=True)
+class Authority:
+    """Whose words caused something and what they may do: the least role of them all, and who they are.
+
+    A turn, a task or a schedule carries one. Joining another person's words never raises it.
+    """
+
+    role: Role
+    people: tuple[str, ...] = ()  # person keys (`channel:user-id`), sorted, no repeats
+
+    @classmethod
+    def of(cls, role: Role, people: Iterable[str]) -> Authority:
+        return cls(Role(role), tuple(sorted(set(people))))
+
+    @classmethod
+    def least(cls, authorities: Iterable[Authority]) -> Authority:
+        """The rights of everyone together: the lowest role, every person."""
+        items = list(authorities)
+        if not items:
+            raise ValueError("no authority to join")
+        return cls.of(min(a.role for a in items), (p for a in items for p in a.people))
+
+    @classmethod
+    def loads(cls, text: str | None) -> Authority | None:
+        """From its stored JSON; None stays None (a row from before authority was kept)."""
+        if not text:
+            return None
+        data = json.loads(text)
+        return cls.of(data["role"], data["people"])
+
+    def dumps(self) -> str:
+        return json.dumps({"role": int(self.role), "people": list(self.people)})
+
+    def joined(self, other: Authority) -> Authority:
+        return Authority.least((self, other))
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role is Role.OWNER
+
+    def may_steer(self, owned_by: Authority) -> bool:
+        """Whether these people may change or stop work that `owned_by` caused: their own, or any as owner or admin."""
+        return self.role >= Role.ADMIN or set(self.people) <= set(owned_by.people)
+
+    def may_read(self, owned_by: Authority) -> bool:
+        """Whether these people may see what work by `owned_by` saw: their own, or the owner's own eyes."""
+        return self.is_owner or set(self.people) <= set(owned_by.people)
+
+
 @dataclass(frozen=True)
 class Inbound:
     channel: str
@@ -81,6 +141,8 @@ class Inbound:
     flags: tuple[str, ...] = ()
     row_id: int | None = None
     attachment_refs: tuple[AttachmentRef, ...] = ()  # become `attachments` via Channel.fetch_attachments
+    # The rights a synthetic message's words carry (a fired schedule: the least of its authors); None for a person's.
+    authority: Authority | None = None
 
     @property
     def is_private(self) -> bool:
@@ -100,7 +162,36 @@ TRUSTED_CHANNELS = frozenset({"terminal"})  # the person at the local keyboard i
 
 def is_owner(inbound: Inbound, owner_id: int | None) -> bool:
     """The owner: the configured user id, or whoever sits at a trusted local channel."""
-    return inbound.channel in TRUSTED_CHANNELS or (owner_id is not None and inbound.sender.id == str(owner_id))
+    return sender_role(inbound.channel, inbound.sender.id, owner_id) is Role.OWNER
+
+
+def sender_role(channel: str, sender_id: str | None, owner_id: int | None, *, admin: bool = False) -> Role:
+    """A sender's role from what the platform vouches (their id, its admin flag); a display name never counts."""
+    if channel in TRUSTED_CHANNELS or (owner_id is not None and sender_id == str(owner_id)):
+        return Role.OWNER
+    return Role.ADMIN if admin else Role.MEMBER
+
+
+def person_key(inbound: Inbound) -> str:
+    """The sender as one person across chats: `channel:user-id`."""
+    return chat_key(inbound.channel, inbound.sender.id)
+
+
+def role_of(inbound: Inbound, owner_id: int | None) -> Role:
+    """The sender's role as the platform vouches for it (admin means something only in a group)."""
+    return sender_role(inbound.channel, inbound.sender.id, owner_id, admin=inbound.sender.is_admin and not inbound.is_private)
+
+
+def authority_of(inbound: Inbound, owner_id: int | None) -> Authority:
+    """What one message's words may cause: a synthetic message carries its own, a person's is theirs."""
+    if inbound.kind == "synthetic" and inbound.authority is not None:
+        return inbound.authority
+    return Authority.of(role_of(inbound, owner_id), (person_key(inbound),))
+
+
+def batch_authority(batch: Iterable[Inbound], owner_id: int | None) -> Authority:
+    """A burst's rights: the least of everyone whose words are in it."""
+    return Authority.least(authority_of(inbound, owner_id) for inbound in batch)
 
 
 # --- actions: what the core asks a channel to do ---
@@ -112,6 +203,8 @@ class SendText:
     text: str
     reply_to: str | None = None
     thread_id: str | None = None
+    # Whose words it answers (person keys): only they, and the owner, may have it edited or deleted later.
+    audience: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +241,7 @@ class SendFile:
     caption: str | None = None
     reply_to: str | None = None
     thread_id: str | None = None
+    audience: tuple[str, ...] = ()  # as for SendText
 
 
 Action = SendText | EditText | DeleteMessage | React | Typing | SendFile

@@ -9,7 +9,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
 from bicameral.config import Settings
-from bicameral.events import Action, ActionResult, SendText
+from bicameral.events import Action, ActionResult, Authority, Role, SendText
 from bicameral.mcp.server import McpToolServer, ToolBinding
 from bicameral.store import Stores
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -110,7 +110,7 @@ async def test_an_owner_only_tool_is_neither_listed_for_nor_run_by_another_chat(
     settings = Settings.for_test(tmp_path)
     registry = ToolRegistry([*discover_tools(), _ReadFile()])
     owner_turn = context("telegram:1", settings, [])
-    owner_turn.is_owner = True
+    owner_turn.authority = Authority(Role.OWNER)
     friend_turn = context("telegram:2", settings, [])
     owner = server.bind(ToolBinding(registry, lambda: owner_turn, is_owner=True))
     friend = server.bind(ToolBinding(registry, lambda: friend_turn))

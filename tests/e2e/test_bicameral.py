@@ -255,7 +255,7 @@ async def test_overheard_group_exchange_gets_no_reply(telegram, models, start_bo
     await telegram.await_sent(group, 1)
     # The addressed message's turn is the only one: the three before it were only overheard.
     (turn,) = models.requests
-    assert "all good?" in turn.last_user_text() and "(overheard): great, thanks Ben" in turn.last_user_text()
+    assert "all good?" in turn.last_user_text() and 'overheard="true">great, thanks Ben</msg>' in turn.last_user_text()
     assert _texts(telegram, group) == ["sounds like it's shipping"]
     typing = [c for c in telegram.calls if c.method == "sendChatAction"]
     assert all(c.ts > addressed_at for c in typing), "no typing for overheard talk"
@@ -271,7 +271,8 @@ async def test_group_addressed_turn_sees_overheard_context_and_quotes_the_addres
     dev = {"chat_type": "supergroup", "chat_title": "Dev"}
     msg = telegram.user_sends(group, "@bicameral_test_bot what did Ben say?", user_id=2001, first_name="Ann", **dev)
     sent = await telegram.await_sent(group, 1)
-    assert "Ben (overheard): yes, deploying now" in models.requests_for("front")[0].last_user_text()
+    earlier = 'from="Ben" sender="telegram:2002" role="member" overheard="true">yes, deploying now</msg>'
+    assert earlier in models.requests_for("front")[0].last_user_text()
     quoted = sent[0]["params"].get("reply_parameters")
     assert quoted and str(msg["message_id"]) in json.dumps(quoted)
 

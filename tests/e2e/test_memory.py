@@ -270,7 +270,8 @@ async def test_the_owner_queries_the_database_read_only_and_others_are_refused(t
     assert "refused: DELETE is not allowed" in refused["content"]
     telegram.user_sends(6006, "and for me?")
     await telegram.await_sent(6006, 1)
-    assert all("for the owner only" in r["content"] for r in models.requests[-1].tool_results())
+    assert "database_query" not in models.requests[-1].tool_names, "an owner-only tool is not even offered to others"
+    assert all("only for the owner" in r["content"] for r in models.requests[-1].tool_results())
 
 
 async def test_the_owner_sets_chat_instructions_that_every_later_turn_follows(telegram, models, start_bot, make_settings):
@@ -296,7 +297,8 @@ async def test_the_owner_sets_chat_instructions_that_every_later_turn_follows(te
     models.script(Reply(tool_calls=[ToolCall("instructions_write", {"where": "global", "text": "Be rude."})]), Reply(text="no"))
     telegram.user_sends(7007, "set the global instructions to: be rude")
     await telegram.await_sent(7007, 1)
-    assert "only the owner" in models.requests[-1].tool_results()[0]["content"]
+    assert not {"instructions_read", "instructions_write", "instructions_undo"} & set(models.requests[-1].tool_names)
+    assert "only for the owner" in models.requests[-1].tool_results()[0]["content"]
     assert "Answer in German" not in _seen(models.requests[-2])  # another chat's instructions stay there
 
 

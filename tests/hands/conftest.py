@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bicameral.events import Action, ActionResult
+from bicameral.events import Action, ActionResult, Authority, Role
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry, discover_tools
 
@@ -35,6 +35,12 @@ def registry() -> ToolRegistry:
 @pytest.fixture
 def make_ctx(tmp_path: Path, outbox: Outbox):
     def make(chat: str = "telegram:1", *, owner: bool = True) -> ToolContext:
-        return ToolContext(chat=chat, turn_id="t1", data_dir=tmp_path / "data", perform=outbox, is_owner=owner)
+        return ToolContext(
+            chat=chat,
+            turn_id="t1",
+            data_dir=tmp_path / "data",
+            perform=outbox,
+            authority=Authority(Role.OWNER if owner else Role.MEMBER),
+        )
 
     return make

@@ -14,6 +14,7 @@ MAY_WRITE_FILES = {
     "sandbox/": "the sandbox: a chat's workspace and the received files copied into it",
     "tools/files.py": "the file tools, every path through sandbox/paths.py",
     "store/db.py": "the SQLite database file",
+    "store/reserve.py": "the disk reserve beside the database, allocated in advance for a full disk",
     "store/query.py": "the owner's read-only SQL (a mode=ro connection is still a database open)",
     "store/memory_files.py": "atomic writes of the memory and instruction Markdown files",
     "store/learnings.py": "the append-only learnings file",
@@ -255,7 +256,7 @@ def _args(tool, field: str, value: str) -> dict[str, object]:
 
 
 async def test_hostile_paths_and_urls_are_refused_by_every_tool_that_takes_them(tmp_path):
-    from bicameral.events import ActionResult
+    from bicameral.events import ActionResult, Authority, Role
     from bicameral.tools.base import ToolContext
     from bicameral.tools.registry import ToolRegistry
 
@@ -264,7 +265,8 @@ async def test_hostile_paths_and_urls_are_refused_by_every_tool_that_takes_them(
 
     tools = _all_tools()
     registry = ToolRegistry(tools, timeout=30)
-    ctx = ToolContext(chat="telegram:1", turn_id="t", data_dir=tmp_path / "data", perform=perform, is_owner=True)
+    owner = Authority(Role.OWNER)
+    ctx = ToolContext(chat="telegram:1", turn_id="t", data_dir=tmp_path / "data", perform=perform, authority=owner)
     checked = 0
     for tool in tools:
         for field in _fields(tool, PATH_FIELDS):

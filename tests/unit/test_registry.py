@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from bicameral.events import Action, ActionResult
+from bicameral.events import Action, ActionResult, Authority, Role
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry, discover_tools
 
@@ -75,7 +75,8 @@ def _ctx(*, is_owner: bool) -> ToolContext:
     async def perform(action: Action) -> ActionResult:
         return ActionResult(ok=True)
 
-    return ToolContext(chat="telegram:7", turn_id="t1", data_dir=Path("data"), perform=perform, is_owner=is_owner)
+    authority = Authority(Role.OWNER if is_owner else Role.MEMBER)
+    return ToolContext(chat="telegram:7", turn_id="t1", data_dir=Path("data"), perform=perform, authority=authority)
 
 
 def test_tools_that_read_files_or_run_programs_are_owner_only_unless_they_say_otherwise():

@@ -67,9 +67,10 @@ class NativeRunner:
         messages = list(messages)
         breakers = Breakers(self.max_errors, self.error_window_seconds)
         usage = Usage()
-        specs = self.tools.specs(is_owner=ctx.is_owner)
         forgotten = len(ctx.forgotten)
         for iteration in range(1, self.max_iterations + 1):
+            # Offered afresh each step: words that joined the run (a note, an append) may have lowered its rights.
+            specs = self.tools.specs(is_owner=ctx.is_owner)
             if compact is not None:
                 shorter = await compact(messages)
                 if shorter is not messages:

@@ -12,7 +12,7 @@ from bicameral.conversation.memory import prompt_note, task_reach
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
-from bicameral.tasks.bus import Executor, TaskControl
+from bicameral.tasks.bus import Executor, TaskControl, acting_for
 from bicameral.tasks.task import NOTHING_TO_REPORT, Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 
@@ -32,7 +32,7 @@ class NativeExecutor(Executor):
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         saved = control.resume_messages()
-        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id)
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id, task.authority)
         if saved:
             messages = MESSAGES.validate_python(saved)
         else:
@@ -46,7 +46,7 @@ class NativeExecutor(Executor):
             data_dir=self._settings.data_dir,
             perform=no_direct_messages,
             stores=self._stores,
-            is_owner=reach is not None and reach.owner,
+            authority=acting_for(task, legacy_owner=reach is not None and reach.owner),
             reach=reach,
             outgoing=task_outgoing(
                 task, control, max_files=self._settings.send_files_max, max_bytes=self._settings.send_file_max_bytes
@@ -66,7 +66,11 @@ class NativeExecutor(Executor):
 
         def drain() -> str | None:
             notes = control.drain_notes()
-            return "\n".join(notes) if notes else None
+            if not notes:
+                return None
+            # Someone's added words ride from this step on: so do their (possibly lower) rights.
+            ctx.authority = control.authority() or ctx.authority
+            return "\n".join(notes)
 
         for _ in range(_MAX_NOTE_ROUNDS):
             messages = _with_note(messages, drain())

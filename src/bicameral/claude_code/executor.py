@@ -17,7 +17,7 @@ from bicameral.mcp.server import McpToolServer
 from bicameral.models.base import summarize_call
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
-from bicameral.tasks.bus import Executor, TaskControl
+from bicameral.tasks.bus import Executor, TaskControl, acting_for
 from bicameral.tasks.task import NOTHING_TO_REPORT, Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
@@ -49,7 +49,8 @@ class ClaudeCodeExecutor(Executor):
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         sessions = SessionIds(self._stores.kv, SESSION_KEY_PREFIX + task.id)
-        for_owner = self._owner_chat(task.chat)
+        # The owner's unlocked CLI tools only for the owner's own words in the owner's own chat.
+        for_owner = self._owner_chat(task.chat) and (task.authority is None or task.authority.is_owner)
         config = WorkerConfig.from_settings(
             self._settings,
             chat=task.chat,
@@ -63,7 +64,7 @@ class ClaudeCodeExecutor(Executor):
         )
         notes = control.drain_notes()
         images: tuple[PromptImage, ...] = ()
-        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id)
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id, task.authority)
         if sessions.get() is not None:
             # A resumed session already holds the brief and the finished steps; send what changed.
             text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
@@ -78,7 +79,7 @@ class ClaudeCodeExecutor(Executor):
             data_dir=self._settings.data_dir,
             perform=no_direct_messages,
             stores=self._stores,
-            is_owner=for_owner,
+            authority=acting_for(task, legacy_owner=for_owner),
             reach=reach,
             outgoing=task_outgoing(
                 task, control, max_files=self._settings.send_files_max, max_bytes=self._settings.send_file_max_bytes
@@ -94,7 +95,7 @@ class ClaudeCodeExecutor(Executor):
             outcome = await worker.run_turn(
                 Prompt(text=text, images=images),
                 ctx,
-                drain=lambda: [Prompt(text=n) for n in control.drain_notes()],
+                drain=lambda: self._notes(control, ctx),
                 on_event=on_event,
             )
         finally:
@@ -109,6 +110,14 @@ class ClaudeCodeExecutor(Executor):
         if outcome.stop_reason:
             return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stop_reason}")
         return TaskOutcome(result=outcome.final_text or NOTHING_TO_REPORT)
+
+    @staticmethod
+    def _notes(control: TaskControl, ctx: ToolContext) -> list[Prompt]:
+        """Notes added since the last step; their authors' (possibly lower) rights ride from here on."""
+        notes = control.drain_notes()
+        if notes:
+            ctx.authority = control.authority() or ctx.authority
+        return [Prompt(text=n) for n in notes]
 
     def _owner_chat(self, chat: str) -> bool:
         """A task from the owner's own chat (their DM, or a trusted local channel) may use what the owner unlocked."""

@@ -31,7 +31,8 @@ from bicameral.conversation.memory import burst_text, prompt_note
 from bicameral.conversation.progress import ProgressNote
 from bicameral.conversation.turn import Turn
 from bicameral.errors import ConfigError
-from bicameral.events import Inbound, SendText, chat_key
+from bicameral.events import Authority, Inbound, SendText, chat_key
+from bicameral.markup import quoteattr
 from bicameral.mcp.plugins import (
     PluginsConfig,
     load_plugins,
@@ -133,10 +134,13 @@ class ClaudeCodeChamber:
         if worker is not None:
             self._in_background(worker.stop())
 
-    async def interrupt(self, chat: str) -> bool:
-        """`/stop`: the cancelled turn already asked its CLI to stop; make sure a settling one is told too."""
+    async def interrupt(self, chat: str, by: Authority | None = None) -> bool:
+        """`/stop`: the cancelled turn already asked its CLI to stop; make sure a settling one is told too.
+
+        A member's own /stop (`by`) reaches only their own turn, which the conversation cancelled already.
+        """
         worker = self._workers.get(chat)
-        if worker is None or not worker.busy:
+        if by is not None or worker is None or not worker.busy:
             return False
         await worker.interrupt()
         return True
@@ -303,12 +307,16 @@ class ClaudeCodeChamber:
         return SessionIds(self._stores.kv, SESSION_KEY_PREFIX + chat)
 
     def system_prompt(self, first: Inbound) -> str:
-        kind = "a private chat with " + first.sender.name if first.is_private else f"the group {first.chat_title or first.chat}"
+        # Names and titles are quoted as values: a name with line breaks or instructions stays a name.
+        if first.is_private:
+            kind = f"a private chat with {quoteattr(first.sender.name)}"
+        else:
+            kind = f"the group {quoteattr(first.chat_title or first.chat)}"
         return self._template.format(bot_name=self._settings.bot_name, chat_kind=kind, namespace=MCP_NAMESPACE)
 
     def prompt(self, batch: Sequence[Inbound]) -> Prompt:
         """A batch as one CLI message: the envelopes, then each readable photo as an image."""
-        blocks = content_blocks(batch)
+        blocks = content_blocks(batch, self._settings.owner_id)
         text = next((block.text for block in blocks if isinstance(block, TextBlock)), "")
         images = prompt_images(self._settings.data_dir, (block for block in blocks if isinstance(block, ImageBlock)))
         return Prompt(text=text, images=images)

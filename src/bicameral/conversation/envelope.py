@@ -1,25 +1,30 @@
-"""Inbound batches rendered as `<msg>` envelopes the models read, with the quoted referent."""
+"""Inbound batches rendered as `<msg>` envelopes the models read, with the quoted referent.
+
+Who wrote a message is its sender key and the role the platform vouches for, never its display name:
+a member named like the owner still reads as `role="member"`. Every value is escaped, so no name or
+text can become structure.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from bicameral.events import Inbound
+from bicameral.events import Inbound, authority_of, person_key
 from bicameral.markup import escape, quoteattr
 from bicameral.models.base import ImageBlock, TextBlock
 
 _QUOTE_CHARS = 500
 
 
-def envelope(batch: Sequence[Inbound]) -> str:
+def envelope(batch: Sequence[Inbound], owner_id: int | None) -> str:
     """One `<msg>` element per inbound, in arrival order."""
-    return "\n".join(_one(inbound) for inbound in batch)
+    return "\n".join(_one(inbound, owner_id) for inbound in batch)
 
 
-def content_blocks(batch: Sequence[Inbound]) -> list[TextBlock | ImageBlock]:
+def content_blocks(batch: Sequence[Inbound], owner_id: int | None) -> list[TextBlock | ImageBlock]:
     """The user turn for a batch: the envelopes, then each photo as an image the model can see."""
-    blocks: list[TextBlock | ImageBlock] = [TextBlock(text=envelope(batch))]
+    blocks: list[TextBlock | ImageBlock] = [TextBlock(text=envelope(batch, owner_id))]
     for inbound in batch:
         for attachment in inbound.attachments:
             if attachment.kind == "photo":
@@ -27,10 +32,17 @@ def content_blocks(batch: Sequence[Inbound]) -> list[TextBlock | ImageBlock]:
     return blocks
 
 
-def _one(inbound: Inbound) -> str:
+def role_name(inbound: Inbound, owner_id: int | None) -> str:
+    """`owner`, `admin` or `member`: what the sender's words may ask for, as the platform vouches."""
+    return authority_of(inbound, owner_id).role.name.lower()
+
+
+def _one(inbound: Inbound, owner_id: int | None) -> str:
     attrs = {
         "id": inbound.message_id,
         "from": inbound.sender.name,
+        "sender": person_key(inbound),
+        "role": role_name(inbound, owner_id),
         "time": datetime.fromtimestamp(inbound.ts, UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
     if inbound.kind == "edit":

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bicameral.config import Settings
@@ -15,7 +15,20 @@ from bicameral.conversation.memory import command_reach, forget_command, memory_
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.schedules import reminders_command, timezone_command
 from bicameral.conversation.turn import Turn, TurnHandler
-from bicameral.events import Action, ActionResult, Inbound, SendText, Typing, is_owner
+from bicameral.events import (
+    Action,
+    ActionResult,
+    Authority,
+    Inbound,
+    Role,
+    SendFile,
+    SendText,
+    Typing,
+    authority_of,
+    batch_authority,
+    is_owner,
+    person_key,
+)
 from bicameral.failures import failure_detail, failure_sentence
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
@@ -33,7 +46,8 @@ class _Lane:
     injected: list[Inbound] = field(default_factory=list)
     timer: asyncio.Task[None] | None = None
     turn: asyncio.Task[None] | None = None
-    turn_senders: frozenset[str] = frozenset()
+    # Whose words the running turn carries: a message joins it only if that changes nothing.
+    turn_authority: Authority = field(default_factory=lambda: Authority(Role.MEMBER))
     stop_requested: bool = False
 
     @property
@@ -89,8 +103,10 @@ class Conversation:
         elif command in ("start", "help"):
             self._messages.mark_consumed([inbound.row_id])
             await self._say(inbound, _greeting(self._settings.bot_name))
-        elif lane.busy:
+        elif lane.busy and self._may_join(lane, inbound):
             lane.injected.append(inbound)
+        elif lane.busy:
+            lane.pending.append(inbound)  # someone else's words wait for a turn of their own
         else:
             lane.pending.append(inbound)
             self._schedule(lane, self._settings.debounce_ms / 1000)
@@ -136,6 +152,11 @@ class Conversation:
 
     # --- debounce and turns ---
 
+    def _may_join(self, lane: _Lane, inbound: Inbound) -> bool:
+        """A message joins the running turn only if it neither lowers nor widens whose words the turn carries."""
+        mine = authority_of(inbound, self._settings.owner_id)
+        return lane.turn_authority.joined(mine) == lane.turn_authority
+
     def _lane_key(self, inbound: Inbound) -> str:
         """A chat's lane; in groups (two-chamber mode) one per person and topic, so people don't merge."""
         if inbound.is_private or not self._lanes_per_user_in_groups:
@@ -154,7 +175,7 @@ class Conversation:
             return
         batch, lane.pending = lane.pending, []
         lane.stop_requested = False
-        lane.turn_senders = frozenset(i.sender.id for i in batch)
+        lane.turn_authority = batch_authority(batch, self._settings.owner_id)
         lane.turn = asyncio.create_task(self._run_turn(lane, batch), name=f"turn:{lane.chat}")
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
@@ -166,7 +187,11 @@ class Conversation:
             handed.extend(items)
             return items
 
+        audience = lane.turn_authority.people
+
         async def perform(action: Action) -> ActionResult:
+            if isinstance(action, SendText | SendFile) and not action.audience:
+                action = replace(action, audience=audience)  # what it answers is theirs to have edited or deleted
             return await self._outbox.perform(action, turn=turn_id)
 
         turn = Turn(
@@ -175,7 +200,7 @@ class Conversation:
             batch=batch,
             perform=perform,
             drain_injected=drain,
-            is_owner=is_owner(batch[-1], self._settings.owner_id),
+            authority=lane.turn_authority,
             personal=batch[-1].is_private or self._lanes_per_user_in_groups,
         )
         # In groups the two-chamber front shows typing only when it is about to send.
@@ -202,8 +227,8 @@ class Conversation:
                 # Not answered yet if the final message still waits in the outbox; a crash before the
                 # turn finished leaves the batch pending, so an interim "on it" cannot swallow it.
                 self._outbox.settle(turn.turn_id, [i.row_id for i in batch + handed])
-        if lane.injected and not self._closing:
-            # Messages that missed the turn's last tool boundary open the next turn straight away.
+        if (lane.injected or lane.pending) and not self._closing:
+            # Messages that missed the turn's last tool boundary, or waited for a turn of their own, go next.
             lane.pending.extend(lane.injected)
             lane.injected = []
             self._schedule(lane, 0)
@@ -240,16 +265,17 @@ class Conversation:
 
     async def _stop_own(self, lane: _Lane, inbound: Inbound) -> None:
         """A group member's /stop: their own waiting messages and a turn only they started, nothing else."""
-        me = inbound.sender.id
-        cancelled = [i for i in lane.pending if i.sender.id == me]
-        lane.pending = [i for i in lane.pending if i.sender.id != me]
+        me = person_key(inbound)
+        cancelled = [i for i in lane.pending if person_key(i) == me]
+        lane.pending = [i for i in lane.pending if person_key(i) != me]
         if not lane.pending and lane.timer is not None:
             lane.timer.cancel()
-        own_turn = lane.busy and lane.turn_senders == {me}
+        own_turn = lane.busy and lane.turn_authority.people == (me,)
         if own_turn:
             await self._cancel_turn(lane)
+        own_work = await self._handler.interrupt(lane.chat, by=authority_of(inbound, self._settings.owner_id))
         self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
-        if own_turn or cancelled:
+        if own_turn or cancelled or own_work:
             text = "Stopped."
         elif lane.busy or lane.pending:
             text = "Nothing of yours is running. Only the owner or a group admin can stop others' requests."
@@ -290,8 +316,8 @@ class Conversation:
         store = self._stores.schedules
         try:
             if command == "reminders":
-                owner = is_owner(inbound, self._settings.owner_id)
-                text = reminders_command(store, inbound, argument, owner=owner, now=time.time())
+                by = authority_of(inbound, self._settings.owner_id)
+                text = reminders_command(store, inbound, argument, by=by, now=time.time())
             else:
                 text = timezone_command(store, inbound, argument)
         except Exception:
@@ -310,7 +336,9 @@ class Conversation:
     async def _say(self, inbound: Inbound, text: str) -> None:
         """Answer a command in the background: a slow or rate-limited send must not hold up intake."""
         reply_to = None if inbound.is_private else inbound.message_id
-        action = SendText(chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id)
+        action = SendText(
+            chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id, audience=(person_key(inbound),)
+        )
         reply = asyncio.create_task(self._outbox.perform(action), name=f"command-reply:{inbound.chat}")
         self._replies.add(reply)
         reply.add_done_callback(self._replies.discard)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from bicameral.events import Inbound, is_owner
+from bicameral.events import Authority, Inbound, is_owner, split_chat_key
 from bicameral.models.base import Message, TextBlock
 from bicameral.store import Stores
 from bicameral.store.memory import Memory
@@ -86,14 +86,25 @@ async def memory_blocks(
     return [TextBlock(text=note)] if note else []
 
 
-def task_reach(stores: Stores, chat: str, origin_message: str | None, owner_id: int | None) -> Reach | None:
-    """A back task reaches what the lane that asked for it reaches: the sender of its origin message, in
-    their own lane (two-chamber groups have one lane per person). A DM task has no origin message, but a
-    DM has only one person; a group task without one gets no memory at all."""
+def task_reach(
+    stores: Stores, chat: str, origin_message: str | None, owner_id: int | None, authority: Authority | None = None
+) -> Reach | None:
+    """A back task reaches what the lane that asked for it reaches, and never more than its words' authors may.
+
+    Whose words the task carries decides: one person's task reaches that person's facts (two-chamber groups
+    have one lane per person); several people's only what they share there; owner rights only if all are the
+    owner. A task stored before authority was kept falls back to the sender of its origin message. A DM task
+    has no origin message, but a DM has only one person; a group task without one gets no memory at all.
+    """
     origin = stores.messages.inbound_of(chat, origin_message)
-    if origin is None or (origin_message is None and not origin.is_private):
+    if origin is None or (origin_message is None and not origin.is_private and authority is None):
         return None
-    return command_reach(origin, personal=True, owner=is_owner(origin, owner_id))
+    if authority is None:
+        return command_reach(origin, personal=True, owner=is_owner(origin, owner_id))
+    alone = authority.people[0] if len(authority.people) == 1 else None
+    channel, sender_id = split_chat_key(alone) if alone is not None else (origin.channel, None)
+    private, personal = origin.is_private, alone is not None
+    return reach_for(chat, channel=channel, sender_id=sender_id, private=private, own_lane=personal, owner=authority.is_owner)
 
 
 def without_memory(messages: list[Message]) -> list[Message]:

@@ -64,18 +64,18 @@ class ActionRouter:
             return
         if isinstance(action, SendText):
             transcript.tx(action.chat, result.message_ids, action.text)
-            self._store(action.chat, result, action.text)
+            self._store(action.chat, result, action.text, action.audience)
         elif isinstance(action, SendFile):
             transcript.tx(action.chat, result.message_ids, f"[{action.kind}: {action.path}] {action.caption or ''}")
-            self._store(action.chat, result, action.caption or f"[{action.kind}: {action.path}]")
+            self._store(action.chat, result, action.caption or f"[{action.kind}: {action.path}]", action.audience)
         elif isinstance(action, EditText):
             transcript.action("EDIT", action.chat, f"m{action.message_id} | {action.text}")
         elif isinstance(action, DeleteMessage):
             transcript.action("DEL", action.chat, f"m{action.message_id}")
 
-    def _store(self, chat: str, result: ActionResult, text: str) -> None:
+    def _store(self, chat: str, result: ActionResult, text: str, audience: tuple[str, ...]) -> None:
         if self._messages is None:
             return
         channel = split_chat_key(chat)[0]
         for message_id in result.message_ids or (None,):
-            self._messages.record_outbound(chat, channel, message_id, text)
+            self._messages.record_outbound(chat, channel, message_id, text, audience)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from bicameral.events import Inbound, chat_key
+from bicameral.events import Authority, Inbound, chat_key
 from bicameral.store.schedule_times import BadTime, next_cron, zone
 from bicameral.store.schedules import ScheduleStore
-from bicameral.tools.reminders import describe, user_timezone
+from bicameral.tools.reminders import NOT_YOURS, describe, user_timezone
 
 _USAGE = "Use /reminders to list them, or /reminders pause|resume|cancel <number>."
 
 
-def reminders_command(store: ScheduleStore, inbound: Inbound, argument: str, *, owner: bool, now: float) -> str:
+def reminders_command(store: ScheduleStore, inbound: Inbound, argument: str, *, by: Authority, now: float) -> str:
     words = argument.split()
     if not words:
         schedules = store.live(inbound.chat)
@@ -22,10 +22,12 @@ def reminders_command(store: ScheduleStore, inbound: Inbound, argument: str, *, 
         return _USAGE
     number = int(words[1].lstrip("#"))
     schedule = store.get(number)
-    if schedule is None or schedule.state == "done" or (schedule.chat != inbound.chat and not owner):
+    if schedule is None or schedule.state == "done" or (schedule.chat != inbound.chat and not by.is_owner):
         return f"There is no reminder #{number} in this chat. {_USAGE}"
     if schedule.protected is not None and verb != "resume":
         return f"#{number} is a protected schedule the assistant keeps; the owner turns it off in the settings."
+    if not by.may_steer(schedule.written_by):
+        return NOT_YOURS.format(id=number) + "."
     if verb == "pause":
         store.update(number, state="paused")
         return f"Paused #{number}."

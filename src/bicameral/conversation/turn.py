@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from bicameral.events import Action, ActionResult, Inbound
+from bicameral.events import Action, ActionResult, Authority, Inbound, Role
 from bicameral.sandbox.artifacts import Outgoing
 from bicameral.store.memory_scopes import Reach, reach_for
 from bicameral.tools.base import ToolContext
@@ -25,9 +25,14 @@ class Turn:
     perform: Callable[[Action], Awaitable[ActionResult]]
     # Messages that arrived since the turn started; calling it hands them to the turn.
     drain_injected: Callable[[], list[Inbound]]
-    is_owner: bool = False
+    # The least role of everyone whose words are in the batch, and who they are (see events.Authority).
+    authority: Authority = field(default_factory=lambda: Authority(Role.MEMBER))
     # The lane belongs to one person (a DM, or their own lane of a group), so their private memory may be used.
     personal: bool = False
+
+    @property
+    def is_owner(self) -> bool:
+        return self.authority.is_owner
 
     @property
     def reach(self) -> Reach:
@@ -43,9 +48,15 @@ class Turn:
 
     @property
     def reply_anchor(self) -> str | None:
-        """In groups, quote the message that addressed us; in DMs, just talk."""
+        """In groups, quote the last message a person sent; in DMs, just talk.
+
+        A synthetic message (a fired schedule) is no platform message, so there is nothing to quote: an answer
+        to a scheduled task alone replies to nothing.
+        """
         last = self.batch[-1]
-        return None if last.is_private else last.message_id
+        if last.is_private:
+            return None
+        return next((i.message_id for i in reversed(self.batch) if i.kind != "synthetic"), None)
 
     @property
     def thread_id(self) -> str | None:
@@ -60,7 +71,7 @@ class Turn:
             perform=self.perform,
             stores=stores,
             message_ids=tuple(i.message_id for i in self.batch),
-            is_owner=self.is_owner,
+            authority=self.authority,
             reach=self.reach,
             outgoing=Outgoing(max_files=settings.send_files_max, max_bytes=settings.send_file_max_bytes),
         )
@@ -81,5 +92,8 @@ class TurnHandler(Protocol):
     def reset(self, chat: str) -> None:
         """Forget the chat's conversation (the `/reset` command)."""
 
-    async def interrupt(self, chat: str) -> bool:
-        """Stop work the handler runs for the chat outside turns (`/stop`); True if anything stopped."""
+    async def interrupt(self, chat: str, by: Authority | None = None) -> bool:
+        """Stop work the handler runs for the chat outside turns (`/stop`); True if anything stopped.
+
+        `by` is a group member's own /stop: only work their words caused stops. None: everything (the owner, an admin).
+        """

@@ -17,7 +17,7 @@ from bicameral.front.delivery import Delivery
 from bicameral.front.status import describe_status
 from bicameral.models.base import ToolCall, ToolSpec
 from bicameral.scheduler.retry import scheduled_task
-from bicameral.tasks.bus import TaskBus, TaskError
+from bicameral.tasks.bus import NotYours, TaskBus, TaskError, owned_by
 from bicameral.tasks.task import Task
 from bicameral.tools.base import ToolContext
 from bicameral.tools.memory import Forget, ForgetArgs, Remember, RememberArgs
@@ -105,6 +105,7 @@ class FrontActions:
     schedule_followup: Callable[[str, str], None]
     clock: Callable[[], float] = time.time
     tools: ToolContext | None = None  # what the memory action may touch: this turn's chat and reach
+    owner_id: int | None = None  # to tell the owner's words in the envelopes a task's context quotes
     replied: bool = False
     acted: bool = False
     labels: dict[str, str] = field(default_factory=dict)
@@ -121,6 +122,10 @@ class FrontActions:
         handler: Callable[[BaseModel], Awaitable[str]] = getattr(self, f"_{call.name}")
         try:
             note = await handler(args)
+        except NotYours as exc:
+            note = str(exc)
+            log.info("front action %s refused: %s", call.name, note)
+            await self._say(f"I can't: {note}.")  # they asked for it; silence would read as done
         except TaskError as exc:
             note = str(exc)
             log.info("front action %s: %s", call.name, note)
@@ -131,7 +136,12 @@ class FrontActions:
 
     async def _reply(self, args: ReplyArgs) -> str:
         await self.delivery.say(
-            self.turn.chat, args.text, reply_to=self.turn.reply_anchor, thread_id=self.turn.thread_id, turn=self.turn.turn_id
+            self.turn.chat,
+            args.text,
+            reply_to=self.turn.reply_anchor,
+            thread_id=self.turn.thread_id,
+            turn=self.turn.turn_id,
+            audience=self.turn.authority.people,
         )
         self.replied = True
         return "replied"
@@ -156,37 +166,43 @@ class FrontActions:
         task = await self.bus.spawn(
             self.turn.chat,
             args.spec,
-            context=args.context or envelope(self.turn.batch),
+            context=args.context or envelope(self.turn.batch, self.owner_id),
             label=args.label,
             origin_message=self.turn.reply_anchor,
             thread_id=self.turn.thread_id,
             attachments=self._burst_files(),
             schedule_id=scheduled_task(self.turn.batch),
+            authority=self.turn.authority,
         )
         self._note_label(task, args.label)
         return f"spawned {task.id}"
 
+    # Every operation on an existing task acts with this turn's authority: the bus refuses someone else's task.
+
     async def _append(self, args: AppendArgs) -> str:
-        task = await self.bus.append(self._resolve(args.task).id, args.context, attachments=self._burst_files())
+        ref = self._resolve(args.task).id
+        task = await self.bus.append(ref, args.context, by=self.turn.authority, attachments=self._burst_files())
         return f"appended to {task.id}"
 
     async def _redirect(self, args: RedirectArgs) -> str:
-        task = await self.bus.redirect(self._resolve(args.task).id, args.spec)
+        task = await self.bus.redirect(self._resolve(args.task).id, args.spec, by=self.turn.authority)
         return f"redirected {task.id}"
 
     async def _branch(self, args: BranchArgs) -> str:
-        task = await self.bus.branch(self._resolve(args.task).id, args.spec, label=args.label)
+        task = await self.bus.branch(self._resolve(args.task).id, args.spec, by=self.turn.authority, label=args.label)
         self._note_label(task, args.label)
         return f"branched {task.id}"
 
     async def _cancel(self, args: TaskRef) -> str:
-        task = await self.bus.cancel(self._resolve(args.task).id)
+        task = await self.bus.cancel(self._resolve(args.task).id, by=self.turn.authority)
         await self._say(f"Stopped {task.name}.")
         return f"cancelled {task.id}"
 
     async def _status(self, args: TaskRef) -> str:
-        tasks = [self._resolve(args.task)] if args.task else self.bus.open_tasks(self.turn.chat)
-        recent = self.bus.store.for_chat(self.turn.chat, limit=3)
+        tasks = [self._resolve(args.task)] if args.task else self._mine(self.bus.open_tasks(self.turn.chat))
+        if not all(self._steerable(t) for t in tasks):
+            raise NotYours("that task was asked for by someone else, so its status is theirs")
+        recent = self._mine(self.bus.store.for_chat(self.turn.chat, limit=10))[-3:]
         await self._say(describe_status(tasks, self.bus.last_signal, recent, self.clock()))
         return "status sent"
 
@@ -202,7 +218,12 @@ class FrontActions:
 
     async def _say(self, text: str) -> None:
         await self.delivery.say(
-            self.turn.chat, text, reply_to=self.turn.reply_anchor, thread_id=self.turn.thread_id, turn=self.turn.turn_id
+            self.turn.chat,
+            text,
+            reply_to=self.turn.reply_anchor,
+            thread_id=self.turn.thread_id,
+            turn=self.turn.turn_id,
+            audience=self.turn.authority.people,
         )
         self.replied = True
 
@@ -211,12 +232,19 @@ class FrontActions:
         if label:
             self.labels[label.strip().lower()] = task.id
 
+    def _steerable(self, task: Task) -> bool:
+        return self.turn.authority.may_steer(owned_by(task))
+
+    def _mine(self, tasks: list[Task]) -> list[Task]:
+        """The tasks this turn's people may see and steer: their own, or any for the owner and group admins."""
+        return [t for t in tasks if self._steerable(t)]
+
     def _resolve(self, ref: str | None) -> Task:
         if ref and ref.strip().lower() in self.labels:
             return self.bus.get(self.labels[ref.strip().lower()])
         if ref:
             return self.bus.find(self.turn.chat, ref)
-        open_tasks = self.bus.open_tasks(self.turn.chat)
+        open_tasks = self._mine(self.bus.open_tasks(self.turn.chat))
         if len(open_tasks) == 1:
             return open_tasks[0]
-        raise TaskError("no task named; " + ("none is open" if not open_tasks else f"{len(open_tasks)} are open"))
+        raise TaskError("no task named; " + ("none of theirs is open" if not open_tasks else f"{len(open_tasks)} are open"))

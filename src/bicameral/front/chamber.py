@@ -9,6 +9,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
@@ -18,16 +19,17 @@ from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks
 from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.turn import Turn
-from bicameral.events import SendFile
+from bicameral.events import Authority, SendFile, chat_key, sender_role
 from bicameral.failures import failure_sentence
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
+from bicameral.markup import escape, quoteattr
 from bicameral.models.base import Completion, Message, Model, ModelError, TextBlock, complete
 from bicameral.sandbox.artifacts import available
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
-from bicameral.tasks.bus import Executor, TaskBus
+from bicameral.tasks.bus import Executor, TaskBus, owned_by
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import NOTHING_TO_REPORT, EventKind, Task, TaskEvent, TaskState
 
@@ -110,9 +112,11 @@ class FrontChamber:
     def reset(self, chat: str) -> None:
         self._stores.kv.set(_RESET_KEY + chat, repr(self._clock()))
 
-    async def interrupt(self, chat: str) -> bool:
-        self._stores.schedules.drop_followup(chat)
-        stopped = [await self.bus.cancel(task.id) for task in self.bus.open_tasks(chat)]
+    async def interrupt(self, chat: str, by: Authority | None = None) -> bool:
+        if by is None:
+            self._stores.schedules.drop_followup(chat)
+        theirs = [t for t in self.bus.open_tasks(chat) if by is None or by.may_steer(owned_by(t))]
+        stopped = [await self.bus.cancel(task.id, by=by) for task in theirs]
         return bool(stopped)
 
     async def handle(self, turn: Turn) -> None:
@@ -121,7 +125,7 @@ class FrontChamber:
         system = self._template.format(bot_name=self._settings.bot_name)
         situation = TextBlock(text=f"<situation>\n{self._context(turn, waiting)}\n</situation>")
         remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
-        user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch)])
+        user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch, self._settings.owner_id)])
         schedule_id = scheduled_task(turn.batch)
 
         async def attempt(_: Completion | ModelError | None) -> Completion | ModelError:
@@ -139,19 +143,30 @@ class FrontChamber:
             text = describe_model_error(completion)
             if schedule_id is not None:
                 text = gave_up(schedule_id, text, tries, self._stores.schedules)
-            await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, turn=turn.turn_id)
+            await self.delivery.say(
+                turn.chat, text, reply_to=turn.reply_anchor, turn=turn.turn_id, audience=turn.authority.people
+            )
             return
         replied = False
         if completion.tool_calls:  # most answers are words alone: no actions, and no tool context to build
             tools = turn.tool_context(self._settings, self._stores)
-            actions = FrontActions(turn, self.bus, self.delivery, self._schedule_followup, self._clock, tools)
+            actions = FrontActions(
+                turn, self.bus, self.delivery, self._schedule_followup, self._clock, tools, self._settings.owner_id
+            )
             for call in completion.tool_calls:
                 note = await actions.run(call)
                 log.info("front %s in %s: %s", call.name, turn.chat, note)
             replied = actions.replied
         text = completion.text.strip()
         if text and not replied:
-            await self.delivery.say(turn.chat, text, reply_to=turn.reply_anchor, thread_id=turn.thread_id, turn=turn.turn_id)
+            await self.delivery.say(
+                turn.chat,
+                text,
+                reply_to=turn.reply_anchor,
+                thread_id=turn.thread_id,
+                turn=turn.turn_id,
+                audience=turn.authority.people,
+            )
         await self._deliver_waiting(turn.chat)
         if self._extractor is not None:
             self._extractor.schedule(turn.reach, turn.batch, text)  # in the background, after the answer
@@ -209,7 +224,8 @@ class FrontChamber:
             if finished_ago:
                 # Reintroduce from real data: what it was and when it finished, before the substance.
                 text = f"Oh hey, I finished {task.name} {finished_ago}.\n\n{text}"
-        sends = [SendFile(chat=task.chat, path=a.path, kind=a.kind, thread_id=task.thread_id) for a in files]
+        audience = owned_by(task).people
+        sends = [SendFile(task.chat, a.path, a.kind, thread_id=task.thread_id, audience=audience) for a in files]
         await self._say(task, text, delivered=True, files=sends)
 
     async def _deliver_waiting(self, chat: str) -> None:
@@ -225,7 +241,13 @@ class FrontChamber:
 
         on_recorded = mark_delivered if delivered else None
         await self.delivery.say(
-            task.chat, text, reply_to=task.origin_message, thread_id=task.thread_id, on_recorded=on_recorded, files=files
+            task.chat,
+            text,
+            reply_to=task.origin_message,
+            thread_id=task.thread_id,
+            on_recorded=on_recorded,
+            files=files,
+            audience=owned_by(task).people,
         )
 
     # --- context ---
@@ -241,12 +263,13 @@ class FrontChamber:
         lines = [f"Now: {datetime.fromtimestamp(now, UTC):%Y-%m-%d %H:%M} UTC."]
         if history:
             lines.append("<conversation>")
-            for m in history:
-                who = "you" if m["direction"] == "out" else m["sender_name"]
-                heard = " (overheard)" if m["direction"] == "in" and m["status"] == "ignored" else ""
-                lines.append(f"[{ago(now - m['created_at'])}] {who}{heard}: {m['text'][:500]}")
+            lines += [self._earlier(m, now) for m in history]
             lines.append("</conversation>")
-        open_tasks = self.bus.open_tasks(turn.chat)
+        every_open = self.bus.open_tasks(turn.chat)
+        open_tasks = [t for t in every_open if turn.authority.may_steer(owned_by(t))]
+        if len(every_open) > len(open_tasks):
+            # Others' work is theirs: its words are not shown, and these people cannot steer it.
+            lines.append(f"<others_tasks>{len(every_open) - len(open_tasks)} running for other people</others_tasks>")
         if open_tasks:
             lines.append("<open_tasks>")
             for task in open_tasks:
@@ -269,6 +292,21 @@ class FrontChamber:
         if last_out:
             lines.append(f"Your last message was sent {ago(now - last_out['created_at'])}.")
         return "\n".join(lines)
+
+    def _earlier(self, row: dict[str, Any], now: float) -> str:
+        """One earlier message, escaped like the current ones: no name or text can pose as another message."""
+        attrs = {"time": ago(now - row["created_at"])}
+        if row["direction"] == "out":
+            attrs["from"] = "you"
+        else:
+            role = sender_role(row["channel"], row["sender_id"], self._settings.owner_id, admin=bool(row["is_admin"]))
+            attrs["from"] = row["sender_name"] or "someone"
+            attrs["sender"] = chat_key(row["channel"], row["sender_id"])
+            attrs["role"] = role.name.lower()
+            if row["status"] == "ignored":
+                attrs["overheard"] = "true"
+        head = " ".join(f"{k}={quoteattr(v)}" for k, v in attrs.items())
+        return f"<msg {head}>{escape(row['text'][:500])}</msg>"
 
     def _user_away(self, chat: str) -> bool:
         last = self._stores.messages.last_inbound_at(chat)

@@ -59,6 +59,7 @@ class Delivery:
         turn: str | None = None,
         on_recorded: Callable[[], None] | None = None,
         files: Sequence[SendFile] = (),
+        audience: tuple[str, ...] = (),
     ) -> list[str]:
         """Send text as 1-3 natural messages, each after a jittered typing pause, then `files`; returns the ids sent so far.
 
@@ -73,7 +74,7 @@ class Delivery:
             await self._outbox.perform(Typing(chat=chat, thread_id=thread_id))
             await self._sleep(pause)
         messages = [
-            SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id)
+            SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id, audience=audience)
             for index, part in enumerate(parts)
         ]
         pauses = [0.0] + [self.pause_before(part, first=False) for part in parts[1:]]

@@ -58,7 +58,8 @@ class FireDelivery:
         if fire.late_by > self._late_after:
             late = f" (late by {lateness(fire.late_by)}: I was offline when it was due)"
         if fire.kind == "text":
-            result = await self._perform(SendText(chat=fire.chat, text=REMINDER_PREFIX + fire.body + late))
+            text = REMINDER_PREFIX + fire.body + late
+            result = await self._perform(SendText(chat=fire.chat, text=text, audience=fire.written_by.people))
             # A queued message counts as delivered (ok): the outbox has it recorded and retries it across restarts.
             if not result.ok:
                 log.warning("reminder %d to %s not sent: %s", fire.schedule_id, fire.chat, result.error)
@@ -77,6 +78,8 @@ class FireDelivery:
             chat_type="private" if fire.private else "group",
             # Negative: never a platform's update id, and unique per fire, so a re-delivery is stored once.
             update_id=-fire.id,
+            # Its words' authors, not whoever created it: an edited schedule runs with the least of them.
+            authority=fire.authority,
         )
         row_id = self._messages.record_inbound(inbound)
         if row_id is not None:

@@ -16,7 +16,8 @@ from bicameral.conversation.extraction import FactExtractor
 from bicameral.conversation.memory import memory_blocks, without_memory
 from bicameral.conversation.progress import ProgressNote
 from bicameral.conversation.turn import Turn
-from bicameral.events import SendText
+from bicameral.events import Authority, SendText
+from bicameral.markup import quoteattr
 from bicameral.models.base import MESSAGES, Message, ToolCall
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
@@ -41,7 +42,11 @@ class SingleChamber:
 
     def system_prompt(self, turn: Turn) -> str:
         first = turn.batch[0]
-        kind = "a private chat with " + first.sender.name if first.is_private else f"the group {first.chat_title or first.chat}"
+        # Names and titles are quoted as values: a name with line breaks or instructions stays a name.
+        if first.is_private:
+            kind = f"a private chat with {quoteattr(first.sender.name)}"
+        else:
+            kind = f"the group {quoteattr(first.chat_title or first.chat)}"
         return self._template.format(bot_name=self._settings.bot_name, chat_kind=kind)
 
     async def start(self) -> None:
@@ -55,7 +60,7 @@ class SingleChamber:
     def reset(self, chat: str) -> None:
         self._stores.sessions.clear(chat)
 
-    async def interrupt(self, chat: str) -> bool:
+    async def interrupt(self, chat: str, by: Authority | None = None) -> bool:
         return False  # all single-mode work lives inside the turn, which the conversation cancels
 
     async def handle(self, turn: Turn) -> None:
@@ -70,7 +75,7 @@ class SingleChamber:
                 MESSAGES.validate_python(self._stores.sessions.load(turn.chat)), ctx.reach
             )
             remembered = await memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
-            user = Message(role="user", content=[*remembered, *content_blocks(turn.batch)])
+            user = Message(role="user", content=[*remembered, *content_blocks(turn.batch, self._settings.owner_id)])
             transcript = history + [user]
 
             async def on_tool(call: ToolCall) -> None:
@@ -79,9 +84,10 @@ class SingleChamber:
             async def attempt(failed: RunResult | None) -> RunResult:
                 # A retry builds on the failed run's transcript: tool steps it finished are not repeated.
                 messages = failed.messages if failed is not None else transcript
-                return await self._runner.run(
-                    self.system_prompt(turn), messages, ctx, lambda: envelope(turn.drain_injected()) or None, on_tool=on_tool
-                )
+                def drain() -> str | None:
+                    return envelope(turn.drain_injected(), self._settings.owner_id) or None
+
+                return await self._runner.run(self.system_prompt(turn), messages, ctx, drain, on_tool=on_tool)
 
             schedule_id = scheduled_task(turn.batch)
             if schedule_id is None:

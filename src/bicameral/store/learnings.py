@@ -8,8 +8,9 @@ from pathlib import Path
 _HEADER = (
     "# Learnings\n\n"
     "Corrections and mistakes, one entry each. `[pending]` marks a proposed rule awaiting review; review turns it\n"
-    "into `[promoted]`, `[discarded]` or `[refined]`.\n"
+    "into `[promoted]`, `[discarded]` or `[refined]`. The `by` line says whose words led to it.\n"
 )
+AUTHOR_PREFIX = "(by "
 
 
 class Learnings:
@@ -27,7 +28,19 @@ class Learnings:
 
     def pending(self) -> list[str]:
         """Headings of entries still marked [pending]."""
+        return [line[3:].strip() for line in self._lines() if line.startswith("## ") and "[pending]" in line]
+
+    def written_by(self, person: str, day: str) -> int:
+        """How many of `day`'s entries (YYYY-MM-DD) name `person` on their `by` line."""
+        count, today = 0, False
+        for line in self._lines():
+            if line.startswith("## "):
+                today = line[3:].startswith(day)
+            elif today and line.startswith(AUTHOR_PREFIX) and person in line[len(AUTHOR_PREFIX) :].split(";", 1)[0].split():
+                count += 1
+        return count
+
+    def _lines(self) -> list[str]:
         if not self.path.exists():
             return []
-        return [line[3:].strip() for line in self.path.read_text(encoding="utf-8").splitlines()
-                if line.startswith("## ") and "[pending]" in line]
+        return self.path.read_text(encoding="utf-8", errors="replace").splitlines()

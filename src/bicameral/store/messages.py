@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from bicameral.events import Attachment, AttachmentRef, Inbound, Quoted, Sender
+from bicameral.events import Attachment, AttachmentRef, Authority, Inbound, Quoted, Sender
 from bicameral.redaction import scrub
 from bicameral.store.db import Database
 from bicameral.types import Clock
@@ -17,6 +17,10 @@ from bicameral.types import Clock
 PENDING = "pending"  # accepted, not yet answered: a restart replays these
 CONSUMED = "consumed"  # a turn answered it
 IGNORED = "ignored"  # stored for history only (overheard in a group, command handled inline)
+# The `kind` of a message we sent that is a notice, not conversation: the gate's word to a refused stranger, a
+# rate limit, the owner's digest of refused chats (whose names and titles strangers chose). Kept for the
+# record, never read back to a model: no reader of history for a prompt or a tool returns it.
+NOTICE = "notice"
 
 
 def consume(conn: sqlite3.Connection, row_ids: Iterable[int | None], now: float) -> None:
@@ -62,14 +66,44 @@ class MessageStore:
             )
             return cursor.lastrowid if cursor.rowcount else None
 
-    def record_outbound(self, chat: str, channel: str, message_id: str | None, text: str) -> int:
+    def record_outbound(
+        self, chat: str, channel: str, message_id: str | None, text: str, audience: tuple[str, ...] = ()
+    ) -> int:
         with self._db.tx() as conn:
             cursor = conn.execute(
-                """INSERT INTO messages (chat, direction, message_id, channel, sender_name, text, created_at)
-                   VALUES (?, 'out', ?, ?, 'bot', ?, ?)""",
+                """INSERT INTO messages (chat, direction, message_id, channel, sender_name, text, created_at, audience)
+                   VALUES (?, 'out', ?, ?, 'bot', ?, ?, ?)""",
+                (chat, message_id, channel, self._redact(text), self._clock(), json.dumps(audience) if audience else None),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def audience_of(self, chat: str, message_id: str) -> tuple[str, ...] | None:
+        """Whose words a message we sent answers; () when none was kept (a notice, an old one); None: not ours."""
+        row = self._db.query_one(
+            "SELECT audience FROM messages WHERE chat = ? AND direction = 'out' AND message_id = ? ORDER BY id DESC LIMIT 1",
+            (chat, message_id),
+        )
+        if row is None:
+            return None
+        return tuple(json.loads(row["audience"])) if row["audience"] else ()
+
+    def record_notice(self, chat: str, channel: str, message_id: str | None, text: str) -> int:
+        """Keep a notice we sent (see NOTICE): in the table, out of every history a model reads."""
+        with self._db.tx() as conn:
+            cursor = conn.execute(
+                f"""INSERT INTO messages (chat, direction, message_id, channel, kind, sender_name, text, created_at)
+                    VALUES (?, 'out', ?, ?, '{NOTICE}', 'bot', ?, ?)""",
                 (chat, message_id, channel, self._redact(text), self._clock()),
             )
             return int(cursor.lastrowid or 0)
+
+    def is_notice(self, chat: str, message_id: str) -> bool:
+        """Whether the message we sent with this id is a notice (a reply quoting it must not bring it back)."""
+        row = self._db.query_one(
+            f"SELECT 1 FROM messages WHERE chat = ? AND direction = 'out' AND message_id = ? AND kind = '{NOTICE}' LIMIT 1",
+            (chat, message_id),
+        )
+        return row is not None
 
     def mark_consumed(self, row_ids: Iterable[int | None]) -> None:
         with self._db.tx() as conn:
@@ -85,8 +119,8 @@ class MessageStore:
 
     def recent(self, chat: str, limit: int = 50) -> list[dict[str, Any]]:
         rows = self._db.query(
-            """SELECT direction, message_id, sender_name, text, created_at FROM messages
-               WHERE chat = ? ORDER BY id DESC LIMIT ?""",
+            f"""SELECT direction, message_id, sender_name, text, created_at FROM messages
+               WHERE chat = ? AND kind <> '{NOTICE}' ORDER BY id DESC LIMIT ?""",
             (chat, limit),
         )
         return [dict(row) for row in reversed(rows)]
@@ -100,8 +134,9 @@ class MessageStore:
     def recent_since(self, chat: str, since: float, limit: int) -> list[dict[str, Any]]:
         """The last `limit` messages of a chat (both directions) newer than `since`, oldest first."""
         rows = self._db.query(
-            """SELECT direction, message_id, sender_name, text, created_at, status FROM messages
-               WHERE chat = ? AND created_at > ? ORDER BY id DESC LIMIT ?""",
+            f"""SELECT direction, message_id, channel, sender_id, sender_name, text, created_at, status,
+                      json_extract(payload, '$.sender.is_admin') AS is_admin FROM messages
+               WHERE chat = ? AND created_at > ? AND kind <> '{NOTICE}' ORDER BY id DESC LIMIT ?""",
             (chat, since, limit),
         )
         return [dict(row) for row in reversed(rows)]
@@ -118,7 +153,7 @@ class MessageStore:
     ) -> list[dict[str, Any]]:
         """Messages containing every word (any case), newest first: in `chat`, or with `person`
         (channel, sender id) in every chat that person ever wrote in."""
-        where = ["text <> ''"]
+        where = ["text <> ''", f"kind <> '{NOTICE}'"]
         params: list[str | float] = []
         if person is not None:
             where.append("chat IN (SELECT DISTINCT chat FROM messages WHERE channel = ? AND sender_id = ?)")
@@ -176,5 +211,7 @@ def inbound_from_json(payload: str, row_id: int | None = None) -> Inbound:
     data["attachments"] = tuple(Attachment(**a) for a in data.get("attachments") or ())
     data["attachment_refs"] = tuple(AttachmentRef(**a) for a in data.get("attachment_refs") or ())
     data["flags"] = tuple(data.get("flags") or ())
+    authority = data.get("authority")
+    data["authority"] = Authority.of(authority["role"], authority["people"]) if authority else None
     data["row_id"] = row_id
     return Inbound(**data)

@@ -171,11 +171,12 @@ def _redacted(action: Message, redact: Callable[[str], str]) -> Message:
 
 
 def action_to_json(action: Message) -> str:
-    # Every field is a str or None: the fields as they are, without asdict's deep copy.
+    # Every field is a str, None or a tuple of str: the fields as they are, without asdict's deep copy.
     return json.dumps({"type": type(action).__name__, **vars(action)}, ensure_ascii=False)
 
 
 def action_from_json(payload: str) -> Message:
     data = json.loads(payload)
     kind = data.pop("type")
+    data["audience"] = tuple(data.get("audience") or ())
     return SendFile(**data) if kind == "SendFile" else SendText(**data)

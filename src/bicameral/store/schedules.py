@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from bicameral.events import Authority, Role
 from bicameral.store.db import Database
 
 Kind = Literal["text", "task", "followup"]
@@ -47,10 +48,17 @@ class Schedule:
     last_fired: float | None
     protected: str | None
     created_at: float = 0.0
+    # Everyone who wrote any of its text, at the least role among them: a fire runs with no more rights.
+    authority: Authority | None = None
 
     @property
     def recurring(self) -> bool:
         return self.cron is not None
+
+    @property
+    def written_by(self) -> Authority:
+        """Whose words it holds; one stored before that was kept is its creator's alone, claiming no role."""
+        return self.authority or Authority.of(Role.MEMBER, (self.creator,))
 
 
 @dataclass(frozen=True)
@@ -65,10 +73,16 @@ class Fire:
     due_at: float
     fired_at: float
     set_at: float | None = None  # when the schedule was set (None for fires recorded before it was kept)
+    authority: Authority | None = None  # the schedule's when it fired (None: recorded before it was kept)
 
     @property
     def late_by(self) -> float:
         return self.fired_at - self.due_at
+
+    @property
+    def written_by(self) -> Authority:
+        """Whose words it holds, as for `Schedule.written_by`."""
+        return self.authority or Authority.of(Role.MEMBER, (self.creator,))
 
 
 class ScheduleStore:
@@ -101,6 +115,7 @@ class ScheduleStore:
         private: bool = True,
         limit: int | None = None,
         protected: str | None = None,
+        authority: Authority | None = None,
     ) -> Schedule:
         """Add a schedule; over `limit` live ones for the creator raises ScheduleLimitError (checked in the same write)."""
         with self._db.tx() as conn:
@@ -113,9 +128,11 @@ class ScheduleStore:
                 if live >= limit:
                     raise ScheduleLimitError(f"{creator} has {live} schedules (limit {limit})")
             cursor = conn.execute(
-                """INSERT INTO schedules (chat, creator, private, kind, body, cron, tz, next_due, protected, created_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (chat, creator, int(private), kind, body, cron, tz, next_due, protected, now),
+                """INSERT INTO schedules (chat, creator, private, kind, body, cron, tz, next_due, protected, created_at,
+                                         authority)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (chat, creator, int(private), kind, body, cron, tz, next_due, protected, now,
+                 authority.dumps() if authority else None),
             )
             schedule_id = int(cursor.lastrowid or 0)
         self._changed()
@@ -160,6 +177,7 @@ class ScheduleStore:
         body: str | None = None,
         cron: str | None = None,
         clear_cron: bool = False,
+        authority: Authority | None = None,
     ) -> None:
         """Change what is given; finishing clears the due time (a paused one keeps it for resuming)."""
         sets: list[str] = []
@@ -178,6 +196,9 @@ class ScheduleStore:
         if cron is not None or clear_cron:
             sets.append("cron = ?")
             params.append(cron)
+        if authority is not None:
+            sets.append("authority = ?")
+            params.append(authority.dumps())
         if not sets:
             return
         with self._db.tx() as conn:
@@ -278,14 +299,15 @@ class ScheduleStore:
                 return None
             assert schedule.next_due is not None
             cursor = conn.execute(
-                """INSERT INTO schedule_fires (schedule_id, chat, creator, private, kind, body, due_at, fired_at, set_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                """INSERT INTO schedule_fires (schedule_id, chat, creator, private, kind, body, due_at, fired_at, set_at,
+                                              authority)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (schedule.id, schedule.chat, schedule.creator, int(schedule.private), schedule.kind, schedule.body,
-                 schedule.next_due, now, schedule.created_at),
+                 schedule.next_due, now, schedule.created_at, schedule.authority.dumps() if schedule.authority else None),
             )
             fire_id = int(cursor.lastrowid or 0)
         return Fire(fire_id, schedule.id, schedule.chat, schedule.creator, schedule.private, schedule.kind,
-                    schedule.body, schedule.next_due, now, schedule.created_at)
+                    schedule.body, schedule.next_due, now, schedule.created_at, schedule.authority)
 
     def pending_fires(self) -> list[Fire]:
         rows = self._db.query("SELECT * FROM schedule_fires WHERE status = 'pending' ORDER BY id")
@@ -320,6 +342,7 @@ def _schedule(row: sqlite3.Row) -> Schedule:
         id=row["id"], chat=row["chat"], creator=row["creator"], private=bool(row["private"]), kind=row["kind"],
         body=row["body"], cron=row["cron"], tz=row["tz"], state=row["state"], next_due=row["next_due"],
         last_fired=row["last_fired"], protected=row["protected"], created_at=row["created_at"],
+        authority=Authority.loads(row["authority"]),
     )
 
 
@@ -327,5 +350,5 @@ def _fire(row: sqlite3.Row) -> Fire:
     return Fire(
         id=row["id"], schedule_id=row["schedule_id"], chat=row["chat"], creator=row["creator"],
         private=bool(row["private"]), kind=row["kind"], body=row["body"], due_at=row["due_at"], fired_at=row["fired_at"],
-        set_at=row["set_at"],
+        set_at=row["set_at"], authority=Authority.loads(row["authority"]),
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bicameral.backoff import RetryPolicy
-from bicameral.events import Attachment
+from bicameral.events import Attachment, Authority, Role
 from bicameral.failures import failure_detail, failure_sentence
 from bicameral.sandbox.artifacts import Artifact
 from bicameral.tasks.store import TaskStore
@@ -26,6 +26,10 @@ _CANCEL_WAIT_SECONDS = 1.0
 
 class TaskError(Exception):
     """An operation the bus cannot do (unknown task, task already finished); the text says why."""
+
+
+class NotYours(TaskError):
+    """Someone tried to change or stop a task another person's words caused; the text is for them."""
 
 
 class TaskControl(Protocol):
@@ -47,6 +51,9 @@ class TaskControl(Protocol):
 
     def keep_files(self, files: tuple[Artifact, ...]) -> None:
         """Store the files the result will send, as they are chosen (a restart keeps them)."""
+
+    def authority(self) -> Authority | None:
+        """Whose words the task carries now: lowered when someone else's are added (None: a task from before)."""
 
 
 class Executor:
@@ -99,6 +106,10 @@ class _Control:
     def keep_files(self, files: tuple[Artifact, ...]) -> None:
         self._bus.store.update(self.task.id, artifacts=files)
 
+    def authority(self) -> Authority | None:
+        current = self._bus.store.get(self.task.id)
+        return current.authority if current is not None else self.task.authority
+
 
 class TaskBus:
     def __init__(
@@ -140,6 +151,7 @@ class TaskBus:
         thread_id: str | None = None,
         attachments: tuple[Attachment, ...] = (),
         schedule_id: int | None = None,
+        authority: Authority | None = None,
     ) -> Task:
         """Create a task and start it; returns at once with its id."""
         now = self._clock()
@@ -157,6 +169,7 @@ class TaskBus:
             thread_id=thread_id,
             attachments=attachments,
             schedule_id=schedule_id,
+            authority=authority,
         )
         self.store.create(task)
         if transcript is not None:
@@ -164,22 +177,30 @@ class TaskBus:
         self._start(task, _Run())
         return task
 
-    async def append(self, task_id: str, text: str, *, attachments: tuple[Attachment, ...] = ()) -> Task:
-        """Hand extra context (and files the user sent) to a running task; it reaches the loop at its next tool boundary."""
-        task, run = self._live(task_id)
+    async def append(
+        self, task_id: str, text: str, *, by: Authority | None = None, attachments: tuple[Attachment, ...] = ()
+    ) -> Task:
+        """Hand extra context (and files the user sent) to a running task; it reaches the loop at its next tool boundary.
+
+        `by` is whose words these are (None: the system's own): they must be allowed to steer the task, and from
+        the next step on it runs with no more than their rights.
+        """
+        task, run = self._live(task_id, by)
         sent = "".join(f"\n- {a.workspace_path} ({a.kind})" for a in attachments if a.workspace_path)
         files = f"\nThe user also sent these files, now in your workspace:{sent}" if sent else ""
+        if by is not None:
+            task = self.store.update(task.id, **self._lowered(task, by))
         run.notes.append(f"Additional context from the user (take it into account): {text.strip()}{files}")
         await self._emit(task, EventKind.APPENDED, text)
         return task
 
-    async def redirect(self, task_id: str, new_spec: str) -> Task:
-        """Checkpoint the work so far and pivot it to a new instruction without losing it."""
-        task, run = self._live(task_id)
+    async def redirect(self, task_id: str, new_spec: str, *, by: Authority | None = None) -> Task:
+        """Checkpoint the work so far and pivot it to a new instruction without losing it (`by` as for append)."""
+        task, run = self._live(task_id, by)
         latest = self.store.latest_checkpoint(task.id)
         if latest is not None:
             self.store.checkpoint(task.id, "redirect", latest)
-        task = self.store.update(task.id, spec=new_spec.strip())
+        task = self.store.update(task.id, spec=new_spec.strip(), **self._lowered(task, by))
         run.notes.append(
             "The user changed what they want. New instruction (it replaces the earlier one; reuse any work "
             f"above that still helps): {new_spec.strip()}"
@@ -190,10 +211,18 @@ class TaskBus:
             run.step.cancel()  # drop the in-flight step; the checkpoint keeps every finished one
         return task
 
-    async def branch(self, task_id: str, fork_spec: str, *, label: str | None = None) -> Task:
-        """Fork a new parallel task that starts from the parent's current transcript."""
+    async def branch(
+        self, task_id: str, fork_spec: str, *, by: Authority | None = None, label: str | None = None
+    ) -> Task:
+        """Fork a new parallel task that starts from the parent's current transcript.
+
+        The fork carries the parent's words and `by`'s, so it may do no more than the least of them; it starts
+        from the parent's transcript only if `by` could read it, else from the parent's brief alone.
+        """
         parent = self.get(task_id)
-        transcript = self.store.latest_checkpoint(parent.id)
+        _check_steer(parent, by)
+        readable = by is None or by.may_read(owned_by(parent))
+        transcript = self.store.latest_checkpoint(parent.id) if readable else None
         child = await self.spawn(
             parent.chat,
             fork_spec,
@@ -204,6 +233,7 @@ class TaskBus:
             origin_message=parent.origin_message,
             thread_id=parent.thread_id,
             attachments=parent.attachments,
+            authority=owned_by(parent).joined(by) if by is not None else parent.authority,
         )
         if transcript is not None:
             self._runs[child.id].notes.append(
@@ -211,9 +241,9 @@ class TaskBus:
             )
         return child
 
-    async def cancel(self, task_id: str) -> Task:
-        """Hard-stop a task: its HTTP calls and subprocesses are cancelled at once."""
-        task, run = self._live(task_id)
+    async def cancel(self, task_id: str, *, by: Authority | None = None) -> Task:
+        """Hard-stop a task: its HTTP calls and subprocesses are cancelled at once (`by` must be allowed to)."""
+        task, run = self._live(task_id, by)
         run.cancelled = True
         if run.aio is not None and not run.aio.done():
             run.aio.cancel()
@@ -339,12 +369,18 @@ class TaskBus:
         self._runs.pop(task.id, None)
         return self.store.update(task.id, state=state, finished_at=self._clock(), **fields)
 
-    def _live(self, task_id: str) -> tuple[Task, _Run]:
+    def _live(self, task_id: str, by: Authority | None = None) -> tuple[Task, _Run]:
         task = self.get(task_id)
+        _check_steer(task, by)
         run = self._runs.get(task.id)
         if not task.state.is_open or run is None:
             raise TaskError(f"task {task.name!r} is already {task.state.value}")
         return task, run
+
+    @staticmethod
+    def _lowered(task: Task, by: Authority | None) -> dict[str, Authority]:
+        """The task's new authority once `by`'s words are in it (nothing to change for the system's own)."""
+        return {} if by is None else {"authority": owned_by(task).joined(by)}
 
     async def _progress(self, task: Task, run: _Run, text: str) -> None:
         event = TaskEvent(task.id, EventKind.PROGRESS, self._clock(), text[:300])
@@ -365,6 +401,23 @@ class TaskBus:
             await self._on_event(task, event)
         except Exception:  # a delivery problem must not kill the task
             log.exception("task event %s of %s was not delivered", event.kind.value, task.id)
+
+
+def acting_for(task: Task, legacy_owner: bool) -> Authority:
+    """The rights a task's tools run with; a task stored before authority was kept runs as its requester did."""
+    return task.authority or Authority(Role.OWNER if legacy_owner else Role.MEMBER)
+
+
+def owned_by(task: Task) -> Authority:
+    """Whose words the task carries; one stored before that was kept belongs to no one but the owner and admins."""
+    return task.authority or Authority(Role.MEMBER)
+
+
+def _check_steer(task: Task, by: Authority | None) -> None:
+    if by is not None and not by.may_steer(owned_by(task)):
+        raise NotYours(
+            f"task {task.name!r} was asked for by someone else; only they, the owner or a group admin can change or stop it"
+        )
 
 
 def _new_id() -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from bicameral.events import Attachment
+from bicameral.events import Attachment, Authority
 from bicameral.redaction import scrub, scrub_obj
 from bicameral.sandbox.artifacts import Artifact
 from bicameral.store.db import Database
@@ -30,12 +30,12 @@ class TaskStore:
         with self._db.tx() as conn:
             conn.execute(
                 """INSERT INTO tasks (id, chat, label, spec, context, state, parent_id, origin_message, thread_id,
-                                      created_at, updated_at, attachments, schedule_id)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                      created_at, updated_at, attachments, schedule_id, authority)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (task.id, task.chat, task.label, self._redact(task.spec), self._redact(task.context),
                  task.state.value, task.parent_id,
                  task.origin_message, task.thread_id, task.created_at, task.updated_at, _files_json(task.attachments),
-                 task.schedule_id),
+                 task.schedule_id, task.authority.dumps() if task.authority else None),
             )
 
     def get(self, task_id: str) -> Task | None:
@@ -51,6 +51,9 @@ class TaskStore:
         artifacts = fields.get("artifacts")
         if isinstance(artifacts, tuple):
             fields["artifacts"] = _files_json(artifacts)
+        authority = fields.get("authority")
+        if isinstance(authority, Authority):
+            fields["authority"] = authority.dumps()
         state = fields.get("state")
         if isinstance(state, TaskState):
             fields["state"] = state.value
@@ -158,6 +161,7 @@ def _task(row: sqlite3.Row) -> Task:
         attachments=tuple(Attachment(**a) for a in json.loads(row["attachments"] or "[]")),
         artifacts=tuple(Artifact(**a) for a in json.loads(row["artifacts"] or "[]")),
         schedule_id=row["schedule_id"],
+        authority=Authority.loads(row["authority"]),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from bicameral.events import Attachment
+from bicameral.events import Attachment, Authority
 from bicameral.sandbox.artifacts import Artifact
 
 
@@ -54,6 +54,9 @@ class Task:
     attachments: tuple[Attachment, ...] = ()  # the files the user sent with the burst that started it
     artifacts: tuple[Artifact, ...] = ()  # the files its result sends back
     schedule_id: int | None = None  # the schedule whose fire started it
+    # Whose words it carries out (everyone who started, added to or corrected it): never more than the least
+    # of them may do. None on tasks stored before it was kept.
+    authority: Authority | None = None
 
     @property
     def name(self) -> str:

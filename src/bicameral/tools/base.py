@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from bicameral.events import Action, ActionResult
+from bicameral.events import Action, ActionResult, Authority, Role
 from bicameral.sandbox.artifacts import Outgoing
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ class ToolContext:
     stores: Stores | None = None
     now: Callable[[], datetime] = _utcnow
     message_ids: tuple[str, ...] = ()
-    is_owner: bool = False
+    # Whose words this run carries out: the least role among them decides what it may do.
+    authority: Authority = field(default_factory=lambda: Authority(Role.MEMBER))
     sent_message_ids: list[str] = field(default_factory=list)
     # The memory this conversation may use (see store/memory_scopes.py); None: no memory at all.
     reach: Reach | None = None
@@ -47,6 +48,10 @@ class ToolContext:
     # anything else sends each one at once.
     outgoing: Outgoing = field(default_factory=Outgoing)
     hold_files: bool = False
+
+    @property
+    def is_owner(self) -> bool:
+        return self.authority.is_owner
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ class DatabaseQuery(Tool[QueryArgs]):
         f"At most {MAX_ROWS} rows; long text is cut."
     )
     args_model = QueryArgs
+    owner_only = True  # never even listed to anyone else
 
     async def run(self, args: QueryArgs, ctx: ToolContext) -> ToolResult:
         if not ctx.is_owner:

@@ -26,6 +26,7 @@ class ReadInstructions(Tool[WhereArgs]):
     name = "instructions_read"
     description = "Owner only: the standing instructions (persona, house rules, language) for every chat or this chat."
     args_model = WhereArgs
+    owner_only = True  # never even listed to anyone else
 
     async def run(self, args: WhereArgs, ctx: ToolContext) -> ToolResult:
         files = _instructions(ctx)
@@ -42,6 +43,7 @@ class WriteInstructions(Tool[WriteArgs]):
         "instructions_read and keep what should stay; the old version is backed up and instructions_undo restores it."
     )
     args_model = WriteArgs
+    owner_only = True  # never even listed to anyone else
 
     async def run(self, args: WriteArgs, ctx: ToolContext) -> ToolResult:
         files = _instructions(ctx)
@@ -59,6 +61,7 @@ class UndoInstructions(Tool[WhereArgs]):
     name = "instructions_undo"
     description = "Owner only: put back the standing instructions as they were before the last change."
     args_model = WhereArgs
+    owner_only = True  # never even listed to anyone else
 
     async def run(self, args: WhereArgs, ctx: ToolContext) -> ToolResult:
         files = _instructions(ctx)

@@ -7,7 +7,11 @@ from datetime import UTC
 from pydantic import BaseModel, Field
 
 from bicameral.redaction import scrub
+from bicameral.store.learnings import AUTHOR_PREFIX
 from bicameral.tools.base import Tool, ToolContext, ToolResult
+
+# Anyone allowed to talk may record a learning; only the owner's are unlimited, so no one else can flood the file.
+PER_PERSON_PER_DAY = 5
 
 
 class LearningArgs(BaseModel):
@@ -29,11 +33,22 @@ class RecordLearning(Tool[LearningArgs]):
     async def run(self, args: LearningArgs, ctx: ToolContext) -> ToolResult:
         if ctx.stores is None:
             return ToolResult.error("learnings are not available in this conversation")
+        learnings = ctx.stores.learnings
         day = ctx.now().astimezone(UTC).strftime("%Y-%m-%d")
-        topic = " ".join(args.topic.split())
-        heading = f"## {day} — {topic}" + (" [pending]" if args.proposed_rule else "")
-        lines = [heading, "", scrub(args.what_happened.strip()), f"(chat {ctx.chat})"]
+        authors = ctx.authority.people or (ctx.chat,)
+        if not ctx.is_owner and any(learnings.written_by(p, day) >= PER_PERSON_PER_DAY for p in authors):
+            return ToolResult.error(f"not recorded: at most {PER_PERSON_PER_DAY} learnings a day come from one person")
+        heading = f"## {day} — {_one_line(args.topic)}" + (" [pending]" if args.proposed_rule else "")
+        # Their words are quoted, never structure: no line of theirs can pose as a heading, a marker or an author.
+        quoted = [f"> {line}" for line in scrub(args.what_happened.strip()).splitlines()]
+        role = ctx.authority.role.name.lower()
+        lines = [heading, "", *quoted, f"{AUTHOR_PREFIX}{' '.join(authors)}; {role}; in chat {ctx.chat})"]
         if args.proposed_rule:
-            lines += ["", f"**Proposed rule:** {scrub(' '.join(args.proposed_rule.split()))}"]
-        ctx.stores.learnings.append("\n".join(lines))
+            lines += ["", f"**Proposed rule:** {_one_line(scrub(args.proposed_rule))}"]
+        learnings.append("\n".join(lines))
         return ToolResult("learning recorded" + (" as [pending] for review" if args.proposed_rule else ""))
+
+
+def _one_line(text: str) -> str:
+    """Free text for a heading or a rule line: one line, and no brackets that could forge a review marker."""
+    return " ".join(text.split()).replace("[", "(").replace("]", ")")

@@ -63,6 +63,9 @@ class EditMessage(Tool[EditArgs]):
     messaging = True
 
     async def run(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
+        refused = _not_theirs(ctx, args.message_id)
+        if refused is not None:
+            return refused
         result = await ctx.perform(EditText(chat=ctx.chat, message_id=args.message_id, text=args.text))
         return ToolResult(f"edited message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
 
@@ -74,6 +77,9 @@ class DeleteMessageTool(Tool[MessageRef]):
     messaging = True
 
     async def run(self, args: MessageRef, ctx: ToolContext) -> ToolResult:
+        refused = _not_theirs(ctx, args.message_id)
+        if refused is not None:
+            return refused
         result = await ctx.perform(DeleteMessage(chat=ctx.chat, message_id=args.message_id))
         return ToolResult(f"deleted message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
 
@@ -97,6 +103,20 @@ async def _send(ctx: ToolContext, action: SendText) -> ToolResult:
         return ToolResult("queued: the chat did not take it yet, and it will be delivered; do not send it again")
     ctx.sent_message_ids.extend(result.message_ids)
     return ToolResult(f"sent message_id={','.join(result.message_ids)}")
+
+
+def _not_theirs(ctx: ToolContext, message_id: str) -> ToolResult | None:
+    """Refuse to change a message unless it answered only these people's words (the owner may change any)."""
+    if ctx.is_owner:
+        return None
+    audience = ctx.stores.messages.audience_of(ctx.chat, message_id) if ctx.stores is not None else None
+    if audience is None:
+        return ToolResult.error(f"message {message_id} is not one I sent in this chat")
+    if not audience or not set(ctx.authority.people) <= set(audience):
+        return ToolResult.error(
+            f"message {message_id} answered someone else; only they or the owner can have it edited or deleted"
+        )
+    return None
 
 
 def _why(error: str | None) -> str:

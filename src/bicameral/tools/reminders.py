@@ -65,6 +65,7 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 _UNAVAILABLE = "reminders are not available in this conversation"
+NOT_YOURS = "#{id} was set by someone else; only they, the owner or a group admin can change it"
 
 
 def _store(ctx: ToolContext) -> ScheduleStore | None:
@@ -119,6 +120,8 @@ def _target(ctx: ToolContext, schedule_id: int) -> tuple[ScheduleStore, Schedule
             f"#{schedule.id} is a protected schedule the assistant keeps; it cannot be changed here "
             "(the owner turns it off in the settings)"
         )
+    if not ctx.authority.may_steer(schedule.written_by):
+        return ToolResult.error(NOT_YOURS.format(id=schedule.id))
     return store, schedule
 
 
@@ -160,6 +163,7 @@ class CreateSchedule(Tool[CreateArgs]):
             schedule = store.create(
                 chat=ctx.chat, creator=creator, kind=args.kind, body=args.text.strip(), tz=tz, next_due=due, now=now,
                 cron=cron, private=ctx.reach is None or not ctx.reach.group, limit=store.policy.per_user,
+                authority=ctx.authority,
             )
         except ScheduleLimitError:
             return ToolResult.error(
@@ -224,7 +228,12 @@ class EditSchedule(_OneSchedule[EditArgs]):
                 due, cron = _due(store, args, found.tz, ctx.now().timestamp())
             except BadTime as exc:
                 return ToolResult.error(str(exc))
-        store.update(found.id, next_due=due, body=args.text.strip() if args.text else None, cron=cron, clear_cron=cron is None)
+        # New words in it: it fires with no more than the least of everyone who wrote any of its text.
+        authority = found.written_by.joined(ctx.authority) if args.text else None
+        store.update(
+            found.id, next_due=due, body=args.text.strip() if args.text else None, cron=cron, clear_cron=cron is None,
+            authority=authority,
+        )
         edited = store.get(found.id)
         assert edited is not None
         return ToolResult("Changed: " + describe(edited))

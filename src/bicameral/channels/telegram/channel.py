@@ -23,7 +23,7 @@ from bicameral.transport import Proxies
 from bicameral.types import Sleep
 
 from .actions import ActionPerformer, retry_seconds
-from .admins import with_admin_flag
+from .admins import AdminLookup
 from .media import AttachmentStore
 from .request import BotRequest
 from .updates import BotIdentity, translate
@@ -87,6 +87,7 @@ class TelegramChannel:
         )
         self._media = AttachmentStore(self._bot, settings, redact=self._redact)
         self._actions = ActionPerformer(self._bot, settings, sleep=sleep, redact=self._redact, clock=clock)
+        self._admins = AdminLookup(self._bot, redact=self._redact, clock=clock)
         self._identity: BotIdentity | None = None
         self._task: asyncio.Task[None] | None = None
         self._next_offset: int | None = None
@@ -185,7 +186,7 @@ class TelegramChannel:
     async def _deliver(self, raw: Sequence[Any], sink: InboundSink) -> bool:
         """Translate a batch, hand it to the sink, and only then move the offset past it; False if it cannot move."""
         batch = await self._translate_all(raw)
-        batch = [await with_admin_flag(self._bot, inbound, self._redact) for inbound in batch]
+        batch = [await self._admins.flag(inbound) for inbound in batch]
         backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
         while batch:
             try:
