@@ -535,6 +535,7 @@ class FakeTelegram:
 
         self._failures: dict[str, list[_Failure]] = {}
         self._reject_entities: dict[str, int] = {}
+        self._refuse_unseen_replies = False
         self._custom: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self._holds: dict[tuple[str, str], threading.Event] = {}
 
@@ -1011,6 +1012,15 @@ class FakeTelegram:
         with self._lock:
             self._reject_entities[method.lower()] = self._reject_entities.get(method.lower(), 0) + times
 
+    def refuse_unseen_reply_targets(self, enabled: bool = True) -> None:
+        """Refuse a reply to a message id the chat never had, even with allow_sending_without_reply.
+
+        Telegram answers 400 "Bad Request: message to be replied not found" for some reply targets whatever
+        that flag says; a deleted message (one the chat had) is still let through when the flag is set.
+        """
+        with self._lock:
+            self._refuse_unseen_replies = enabled
+
     def register_method(self, name: str, handler: Callable[[dict[str, Any]], Any]) -> None:
         """Serve an extra (or override a built-in) method: handler(params) -> result, may raise ApiError."""
         with self._lock:
@@ -1225,7 +1235,8 @@ class FakeTelegram:
             target = self._live_message(target_chat, target_id)
             if target is not None:
                 return self._embed_reply(target)
-        if allow_missing:
+            refused = self._refuse_unseen_replies and (target_chat, target_id) not in self._messages
+        if allow_missing and not refused:
             return None
         raise _bad("message to be replied not found")
 

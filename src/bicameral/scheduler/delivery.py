@@ -69,6 +69,7 @@ class FireDelivery:
         inbound = Inbound(
             channel=channel,
             chat=fire.chat,
+            # Not a platform's message id: an answer to the fire replies to nothing (see Turn.reply_anchor).
             message_id=f"schedule-{fire.schedule_id}-fire-{fire.id}",
             sender=Sender(id=person, name="scheduled task"),
             text=f'<scheduled_task id="{fire.schedule_id}"{late and " late=" + repr(lateness(fire.late_by))}>\n'

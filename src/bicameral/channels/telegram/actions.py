@@ -119,26 +119,27 @@ class ActionPerformer:
         if not action.text.strip():
             return ActionResult.failed("nothing to send: the text is empty")
         thread = _optional_int(action.thread_id, "thread id")
-        reply_to = _optional_int(action.reply_to, "reply_to message id")
+        reply_to = _reply_target(action.reply_to, chat_id)
         sent: list[str] = []
         from .format import split_for_telegram  # markdown-it: warmed in the background at start
 
         for index, chunk in enumerate(split_for_telegram(action.text, limit=MAX_TEXT)):
-            # Only the first chunk replies; the rest follow it as a continuation.
-            reply = _reply(reply_to) if index == 0 else None
+            def send_chunk(reply: dict[str, Any] | None, chunk: str = chunk) -> Awaitable[int]:
+                def send(text: str, mode: ParseMode | None) -> Awaitable[int]:
+                    params = {
+                        "chat_id": chat_id,
+                        "text": text,
+                        "parse_mode": mode,
+                        "reply_parameters": reply,
+                        "message_thread_id": thread,
+                    }
+                    return api.send(self._bot, "sendMessage", params)
 
-            def send(text: str, mode: ParseMode | None, reply: dict[str, Any] | None = reply) -> Awaitable[int]:
-                params = {
-                    "chat_id": chat_id,
-                    "text": text,
-                    "parse_mode": mode,
-                    "reply_parameters": reply,
-                    "message_thread_id": thread,
-                }
-                return api.send(self._bot, "sendMessage", params)
+                return self._formatted(send, chunk)
 
             try:
-                message_id = await self._formatted(send, chunk)
+                # Only the first chunk replies; the rest follow it as a continuation.
+                message_id = await self._replying(send_chunk, chat_id, reply_to if index == 0 else None)
             except TelegramError as exc:
                 # Report what did arrive, so the core can edit or delete partial output.
                 return ActionResult(
@@ -212,28 +213,31 @@ class ActionPerformer:
         if not path.is_file():
             return ActionResult.failed(f"file not found: {action.path}")
         thread = _optional_int(action.thread_id, "thread id")
-        reply = _reply(_optional_int(action.reply_to, "reply_to message id"))
+        reply_to = _reply_target(action.reply_to, chat_id)
         # Read once: a 429 retry re-sends the same bytes, and PTB cannot rewind an open file.
         upload = InputFile(path.read_bytes(), filename=path.name)
 
         as_photo = action.kind == "photo"
 
-        def send(caption: str | None, mode: ParseMode | None) -> Awaitable[int]:
-            method, field = ("sendPhoto", "photo") if as_photo else ("sendDocument", "document")
-            params = {
-                "chat_id": chat_id,
-                field: upload,
-                "caption": caption,
-                "parse_mode": mode,
-                "reply_parameters": reply,
-                "message_thread_id": thread,
-            }
-            return api.send(self._bot, method, params)
+        async def send_file(reply: dict[str, Any] | None) -> int:
+            def send(caption: str | None, mode: ParseMode | None) -> Awaitable[int]:
+                method, field = ("sendPhoto", "photo") if as_photo else ("sendDocument", "document")
+                params = {
+                    "chat_id": chat_id,
+                    field: upload,
+                    "caption": caption,
+                    "parse_mode": mode,
+                    "reply_parameters": reply,
+                    "message_thread_id": thread,
+                }
+                return api.send(self._bot, method, params)
 
-        async def attempt() -> int:
             if action.caption and action.caption.strip():
                 return await self._formatted(send, action.caption)
             return await self._retrying(lambda: send(None, None))
+
+        async def attempt() -> int:
+            return await self._replying(send_file, chat_id, reply_to)
 
         try:
             message_id = await attempt()
@@ -247,6 +251,23 @@ class ActionPerformer:
         return ActionResult(ok=True, message_ids=(str(message_id),))
 
     # --- shared machinery ---
+
+    async def _replying(self, send: Callable[[dict[str, Any] | None], Awaitable[T]], chat_id: int, reply_to: int | None) -> T:
+        """Send as a reply to `reply_to`; if Telegram refuses the reply target, send once more without it.
+
+        `allow_sending_without_reply` covers a deleted referent, but Telegram still refuses some targets
+        ("message to be replied not found", an invalid id): the answer matters more than the quote.
+        """
+        if reply_to is None:
+            return await send(None)
+        try:
+            return await send(_reply(reply_to))
+        except BadRequest as exc:
+            if not reply_refused(exc):
+                raise
+            log.warning("Telegram refused message %s in chat %s as a reply target (%s); sending without the reply",
+                        reply_to, chat_id, exc.message)
+        return await send(None)
 
     async def _formatted(self, call: _TextCall[T], markdown: str) -> T:
         """Send `markdown` as HTML; if Telegram cannot parse our markup, resend it as plain text."""
@@ -304,11 +325,30 @@ def telegram_chat_id(chat: str) -> int:
     return _required_int(native, "chat id")
 
 
-def _reply(message_id: int | None) -> dict[str, Any] | None:
+# How Telegram says a reply target cannot be replied to (its wording has changed over the years).
+_REPLY_REFUSED = ("message to be replied not found", "reply message not found", "message_id_invalid")
+
+
+def reply_refused(exc: BadRequest) -> bool:
+    """Whether Telegram refused the message a send replies to, rather than the send itself."""
+    text = exc.message.lower()
+    return any(marker in text for marker in _REPLY_REFUSED)
+
+
+def _reply(message_id: int) -> dict[str, Any]:
     """The Bot API's ReplyParameters; allow_sending_without_reply: a deleted referent must not lose the answer."""
-    if message_id is None:
-        return None
     return {"message_id": message_id, "allow_sending_without_reply": True}
+
+
+def _reply_target(value: str | None, chat_id: int) -> int | None:
+    """The Telegram message id a send replies to; an id Telegram could never know is dropped, not the message."""
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        log.warning("not a Telegram message id to reply to in chat %s: %r; sending without the reply", chat_id, value)
+        return None
 
 
 def _required_int(value: str, what: str) -> int:
