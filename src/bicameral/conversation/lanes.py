@@ -37,6 +37,7 @@ from bicameral.types import Sleep
 log = logging.getLogger(__name__)
 
 _STOP_GRACE_SECONDS = 0.8
+_NOTHING_OF_YOURS = "Nothing of yours is running. Only the owner or a group admin can stop others' requests."
 
 
 @dataclass
@@ -275,12 +276,8 @@ class Conversation:
             await self._cancel_turn(lane)
         own_work = await self._handler.interrupt(lane.chat, by=authority_of(inbound, self._settings.owner_id))
         self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
-        if own_turn or cancelled or own_work:
-            text = "Stopped."
-        elif lane.busy or lane.pending:
-            text = "Nothing of yours is running. Only the owner or a group admin can stop others' requests."
-        else:
-            text = "Nothing is running."
+        # Others' work may run in their own lanes or as tasks; either way it is not this person's to stop.
+        text = "Stopped." if own_turn or cancelled or own_work else _NOTHING_OF_YOURS
         await self._say(inbound, text)
 
     async def _reset(self, lane: _Lane, inbound: Inbound) -> None:
