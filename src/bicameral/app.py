@@ -23,7 +23,8 @@ from bicameral.conversation.outbox import Outbox
 from bicameral.conversation.router import ActionRouter
 from bicameral.conversation.turn import TurnHandler
 from bicameral.errors import ConfigError
-from bicameral.events import chat_key
+from bicameral.events import SendText, chat_key
+from bicameral.failures import failure_sentence
 from bicameral.front.chamber import FrontChamber
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
@@ -36,6 +37,7 @@ from bicameral.sandbox.runner import Sandbox
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
+from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
 from bicameral.tasks.bus import Executor
 from bicameral.tasks.store import TaskStore
@@ -81,6 +83,7 @@ class App:
         self._started = False
         self._stopped = False
         self._sub_agent: SubAgentRunner | None = None
+        self._notices: set[asyncio.Task[Any]] = set()
 
     async def __aenter__(self) -> App:
         try:
@@ -100,6 +103,11 @@ class App:
         settings = self.settings
         self.stores = _open_stores(settings)
         self._started = True
+        loop = asyncio.get_running_loop()
+        reserve = DiskReserve(settings.data_dir, settings.disk_reserve_mb << 20,
+                              on_low=lambda free: loop.call_soon_threadsafe(self._disk_low))
+        reserve.ensure()
+        self.stores.db.reserve = reserve
         self.tasks = TaskStore(self.stores.db, redact=self.stores.redact)
         self.router = ActionRouter(self.stores.messages)
         for channel in self.channels:
@@ -224,6 +232,16 @@ class App:
             max_errors=settings.tool_error_max_count,
             error_window_seconds=settings.tool_error_window_seconds,
         )
+
+    def _disk_low(self) -> None:
+        """The data disk ran short (the database got the reserve): the owner hears it once, until there is room."""
+        owner = self.settings.owner_id
+        if owner is None or not self.channels or not hasattr(self, "outbox"):
+            return
+        notice = SendText(chat=chat_key(self.channels[0].name, owner), text=failure_sentence("disk_full"))
+        task = asyncio.create_task(self.outbox.perform(notice))
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
 
     def request_stop(self) -> None:
         self._stop_requested.set()
@@ -350,7 +368,7 @@ def configured_channels(settings: Settings) -> list[Channel]:
 
 async def _tools(settings: Settings) -> list[Tool[Any]]:
     """Every tool, with `run` on the configured bubblewrap, or without `run` where that cannot sandbox anything."""
-    run = RunCommand(Sandbox(bwrap=settings.sandbox_bwrap))
+    run = RunCommand(Sandbox.from_settings(settings))
     tools = [tool for tool in discover_tools() if tool.name != run.name]
     if why := await run.why_off():
         log.warning("the run tool is off: %s", why)

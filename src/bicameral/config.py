@@ -138,6 +138,11 @@ class Settings(BaseSettings):
     tool_error_window_seconds: float = Field(default=60.0, gt=0)
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
     sandbox_bwrap: str = "bwrap"  # bubblewrap for the `run` tool; where it cannot run, `run` is not offered
+    # The disk that holds the data: a chat's workspace may hold this much (a `run` growing it further is stopped),
+    # and this much stays free for the database (no `run` starts or goes on below it; a file of this size is kept
+    # in the data dir and given back to the database when the disk fills anyway). 0 turns the reserve off.
+    workspace_quota_mb: int = Field(default=1024, ge=1)
+    disk_reserve_mb: int = Field(default=128, ge=0)
     # `send_file`: files one turn or task may send, and the size of each (Telegram's bots upload at most 50 MB).
     send_files_max: int = Field(default=10, ge=1, le=50)
     send_file_max_bytes: int = Field(default=20_000_000, ge=1024, le=50_000_000)
@@ -271,6 +276,7 @@ class Settings(BaseSettings):
             "debounce_ms": 0,
             "back_model": "openai:test-model",
             "front_model": "openai:test-front",
+            "disk_reserve_mb": 1,  # every test's data dir would otherwise hold a 128 MB reserve file
         }
         values.update(overrides)
         return _IsolatedSettings(**values)

@@ -137,6 +137,9 @@ async def _claude_cli(settings: Settings) -> Check:
 async def _sandbox(settings: Settings) -> Check:
     from bicameral.sandbox.runner import Sandbox
 
-    why = await Sandbox(bwrap=settings.sandbox_bwrap).unavailable()
-    detail = f"the run tool is off: {why}" if why else "bubblewrap runs; the run tool is on (owner only)"
-    return Check("sandbox", why is None, detail, required=False)
+    sandbox = Sandbox.from_settings(settings)
+    why = await sandbox.unavailable()
+    if why:
+        return Check("sandbox", False, f"the run tool is off: {why}", required=False)
+    # Which bounds really hold here: a command's whole tree where cgroups can be written, else each process's.
+    return Check("sandbox", True, f"bubblewrap runs; the run tool is on (owner only); {sandbox.bounds()}", required=False)

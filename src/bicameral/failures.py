@@ -32,6 +32,10 @@ SENTENCES: dict[str, str] = {
     "session_missing": "I couldn't reopen our earlier conversation, so I started a fresh one.",
     "rejected": "The model rejected that turn outright." + _FRESH_NOTE + " Please send your message again.",
     "crash": "My executor process crashed while working on this.",
+    # the host
+    "disk_full": "The disk that holds my data is nearly full. I'm using the space I kept in reserve so I can go on "
+    "answering, and commands (`run`) are off until there is room again. Please free some space on the host "
+    "(large files in data/workspaces/ are a good place to start).",
     # our own code
     "internal": "Something went wrong on my side while working on that. Please try again, and tell the owner "
     "if it keeps happening.",

@@ -1,4 +1,4 @@
-"""Builds the bubblewrap argv for one command: the workspace read-write, the system read-only, nothing else."""
+"""Builds the bubblewrap arguments for one command: the workspace read-write, the system read-only, nothing else."""
 
 from __future__ import annotations
 
@@ -20,32 +20,54 @@ DROP_TO_SANDBOX_USER = (
 )
 
 
-def bwrap_argv(bwrap: str, workspace: Path, command: str, *, as_root: bool, network: bool = False) -> list[str]:
-    """The full argv; `command` stays one element handed to `sh -c` inside the sandbox, never a host shell."""
-    argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
-    argv += ["--unshare-cgroup-try", "--hostname", "sandbox", "--cap-drop", "ALL"]
+def bwrap_options(workspace: Path, *, as_root: bool, network: bool = False, tmp_bytes: int | None = None) -> list[str]:
+    """bwrap's options, without the command. They hold the workspace's host path: the runner hands them to bwrap
+    through `--args FD`, so that no argv a command can read (/proc/1/cmdline is bwrap's) shows it."""
+    options = ["--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
+    options += ["--unshare-cgroup-try", "--hostname", "sandbox", "--cap-drop", "ALL"]
     if as_root:
         for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH"):
-            argv += ["--cap-add", cap]
+            options += ["--cap-add", cap]
     else:
-        argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+        options += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     if network:
-        argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts"]
+        options += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts"]
     else:
-        argv.append("--unshare-net")
+        options.append("--unshare-net")
     for name in SYSTEM_DIRS:
         path = Path(name)
         if path.is_symlink():
-            argv += ["--symlink", str(path.readlink()), name]
+            options += ["--symlink", str(path.readlink()), name]
         elif path.is_dir():
-            argv += ["--ro-bind", name, name]
+            options += ["--ro-bind", name, name]
     # Made by bwrap as root, /etc and /tmp would be closed to the unprivileged sandbox user without these modes.
-    argv += ["--perms", "0755", "--dir", "/etc"]
+    options += ["--perms", "0755", "--dir", "/etc"]
     for name in SYSTEM_FILES:
-        argv += ["--ro-bind-try", name, name]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
-    argv += ["--bind", str(workspace.resolve()), INSIDE_WORKSPACE, "--chdir", INSIDE_WORKSPACE, "--clearenv"]
+        options += ["--ro-bind-try", name, name]
+    options += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777"]
+    if tmp_bytes is not None:
+        # /tmp lives in memory: without a cgroup to charge its pages to, only this size bounds it.
+        options += ["--size", str(tmp_bytes)]
+    options += ["--tmpfs", "/tmp"]
+    options += ["--bind", str(workspace.resolve()), INSIDE_WORKSPACE, "--chdir", INSIDE_WORKSPACE, "--clearenv"]
     for key, value in SANDBOX_ENV.items():
-        argv += ["--setenv", key, value]
+        options += ["--setenv", key, value]
+    return options
+
+
+def command_argv(command: str, *, as_root: bool) -> list[str]:
+    """What follows bwrap's options: `command` stays one element handed to `sh -c` inside the sandbox, never a host shell."""
     drop = list(DROP_TO_SANDBOX_USER) if as_root else []
-    return [*argv, "--", *drop, "/bin/sh", "-c", command]
+    return ["--", *drop, "/bin/sh", "-c", command]
+
+
+def bwrap_argv(bwrap: str, workspace: Path, command: str, *, as_root: bool, network: bool = False) -> list[str]:
+    """The whole invocation on one argv, as `bwrap --args` reads it back: for reading and for tests."""
+    return [bwrap, *bwrap_options(workspace, as_root=as_root, network=network), *command_argv(command, as_root=as_root)]
+
+
+def options_data(options: list[str]) -> bytes:
+    """The options as `bwrap --args FD` reads them: each one ended by a NUL."""
+    if any("\0" in option for option in options):
+        raise ValueError("a bubblewrap option cannot hold a NUL character")
+    return b"".join(option.encode() + b"\0" for option in options)

@@ -12,6 +12,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from bicameral.store.reserve import DiskReserve
+
 log = logging.getLogger(__name__)
 
 # Positional or named statement parameters.
@@ -38,6 +40,8 @@ class Database:
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._commits = 0  # since the last checkpoint was asked for
         self._checkpointer: _Checkpointer | None = None
+        # Space kept for us on a disk others may fill: checked before each write, given up when SQLite finds it full.
+        self.reserve: DiskReserve | None = None
         if self.on_disk:
             # A checkpoint copies the WAL into the database file and syncs it: a stall of milliseconds, far
             # more on an SD card. The thread of `_Checkpointer` does that, never the caller of a commit.
@@ -79,17 +83,24 @@ class Database:
                 else ("BEGIN IMMEDIATE", "ROLLBACK", "COMMIT")
             )
             try:
+                if not nested and self.reserve is not None:
+                    self.reserve.check()
                 self._conn.execute(begin)
                 try:
                     yield self._conn
                 except BaseException:
-                    self._conn.execute(undo)
+                    # A full disk can make SQLite roll the whole transaction back itself: nothing is left to undo.
+                    if nested or self._conn.in_transaction:
+                        self._conn.execute(undo)
                     if nested:
                         self._conn.execute(end)  # rolled back to it, the savepoint itself still has to go
                     raise
                 self._conn.execute(end)
                 if not nested:
                     self._committed()
+            except sqlite3.OperationalError as exc:
+                self._full(exc)
+                raise
             finally:
                 self._depth -= 1
 
@@ -104,7 +115,13 @@ class Database:
 
     def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
         with self._lock:
-            cursor = self._conn.execute(sql, params)
+            if not self._depth and self.reserve is not None:
+                self.reserve.check()
+            try:
+                cursor = self._conn.execute(sql, params)
+            except sqlite3.OperationalError as exc:
+                self._full(exc)
+                raise
             if not self._depth:
                 self._committed()  # a statement outside a transaction commits on its own
             return cursor
@@ -114,6 +131,11 @@ class Database:
             if self._checkpointer is not None:
                 self._checkpointer.stop()
             self._conn.close()  # the last connection to close checkpoints what is left
+
+    def _full(self, exc: sqlite3.OperationalError) -> None:
+        """SQLITE_FULL: this write is lost, but with the reserve given back the next one has room."""
+        if exc.sqlite_errorcode == sqlite3.SQLITE_FULL and self.reserve is not None:
+            self.reserve.disk_full()
 
     def _committed(self) -> None:
         self._commits += 1

@@ -19,8 +19,8 @@ class RunCommand(Tool[RunArgs]):
     name = "run"
     description = (
         "Run a shell command in this chat's workspace inside a sandbox: Python 3 and the usual command-line tools, "
-        "the workspace at /workspace (read-write), no network, limits on CPU, memory, processes, file size and time; "
-        "long output is cut in the middle. One command at a time per chat."
+        "the workspace at /workspace (read-write), no network, limits on CPU, memory, processes, file size, the "
+        "workspace's size and time; long output is cut in the middle. One command at a time per chat."
     )
     args_model = RunArgs
     runs_programs = True
@@ -50,4 +50,4 @@ class RunCommand(Tool[RunArgs]):
         finally:
             self._busy.discard(ctx.chat)
         report = result.report(self._sandbox.limits)
-        return ToolResult(report, is_error=result.timed_out or result.exit_code != 0)
+        return ToolResult(report, is_error=result.failed)
