@@ -11,8 +11,7 @@ SRC = Path(bicameral.__file__).parent
 
 # The only modules that write files, each for one reason. Anything else that needs to write goes through one of these.
 MAY_WRITE_FILES = {
-    "sandbox/": "the sandbox: a chat's workspace and the received files copied into it",
-    "tools/files.py": "the file tools, every path through sandbox/paths.py",
+    "sandbox/": "the sandbox: a chat's workspace (the file tools write through sandbox/beneath.py) and the received files",
     "store/db.py": "the SQLite database file",
     "store/reserve.py": "the disk reserve beside the database, allocated in advance for a full disk",
     "store/query.py": "the owner's read-only SQL (a mode=ro connection is still a database open)",

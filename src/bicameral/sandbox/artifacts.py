@@ -1,10 +1,9 @@
-"""Files leaving a workspace: checked by the one path checker, copied out of reach of later changes, capped."""
+"""Files leaving a workspace: checked by the one path checker, opened without following links, copied out, capped."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import uuid
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from bicameral.errors import BicameralError
+from bicameral.sandbox import beneath
 from bicameral.sandbox.paths import PathRefused, resolve_inside, safe_name
 from bicameral.sandbox.workspace import workspace_for
 
@@ -60,29 +60,28 @@ class Outgoing:
 
 def snapshot(data_dir: Path, chat: str, given: str, *, max_bytes: int) -> Artifact:
     """Copy a workspace file to `<data>/outgoing/<chat>/`, so what is sent is what was checked, even much later."""
-    root = workspace_for(data_dir, chat)
-    source = resolve_inside(root, given)
-    if not source.exists():
-        raise FileRefused(f"no file {given!r} in the workspace")
-    if source.is_dir():
-        raise FileRefused(f"{given!r} is a directory; send the files in it one by one (or an archive of them)")
-    # O_NOFOLLOW and fstat on the open file: a symlink or device swapped in after the check is refused, not read.
+    root, parts = _checked(data_dir, chat, given)
+    if not parts:
+        raise FileRefused(f"{given!r} is the workspace itself; send the files in it one by one (or an archive of them)")
+    # Opened a name at a time, never through a link: a folder swapped for a symlink after the check is refused, not read.
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with beneath.folder(root, parts[:-1]) as parent:
+            fd, info = beneath.open_file(parent, parts[-1])
+    except FileNotFoundError as exc:
+        raise FileRefused(f"no file {given!r} in the workspace") from exc
+    except IsADirectoryError as exc:
+        raise FileRefused(f"{given!r} is a directory; send the files in it one by one (or an archive of them)") from exc
     except OSError as exc:
         raise PathRefused(f"{given!r} cannot be opened as a plain file ({exc.strerror})") from exc
     with os.fdopen(fd, "rb") as src:
-        info = os.fstat(src.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise PathRefused(f"{given!r} is not a regular file")
         if info.st_size == 0:
             raise FileRefused(f"{given!r} is empty; there is nothing to send")
         if info.st_size > max_bytes:
             raise FileRefused(f"{given!r} is {info.st_size} bytes; files of at most {max_bytes} bytes can be sent")
         # A folder of its own per snapshot: the file keeps its name, which is what the user sees.
-        folder = data_dir / OUTGOING_DIR / safe_name(chat, "chat") / uuid.uuid4().hex[:12]
-        folder.mkdir(parents=True)
-        dest = folder / safe_name(source.name)
+        folder_path = data_dir / OUTGOING_DIR / safe_name(chat, "chat") / uuid.uuid4().hex[:12]
+        folder_path.mkdir(parents=True)
+        dest = folder_path / safe_name(parts[-1])
         with dest.open("xb") as out:
             # Bounded: a file that grows while it is read (a command still writing it) cannot fill the disk.
             data = src.read(max_bytes + 1)
@@ -92,9 +91,9 @@ def snapshot(data_dir: Path, chat: str, given: str, *, max_bytes: int) -> Artifa
         dest.unlink(missing_ok=True)
         raise FileRefused(f"{given!r} grew past {max_bytes} bytes while it was being read")
     kind: Literal["photo", "document"] = (
-        "photo" if source.suffix.lower() in _PHOTO_SUFFIXES and copied <= _PHOTO_MAX_BYTES else "document"
+        "photo" if PurePosixPath(parts[-1]).suffix.lower() in _PHOTO_SUFFIXES and copied <= _PHOTO_MAX_BYTES else "document"
     )
-    return Artifact(name=_shown(data_dir, chat, given), path=dest.relative_to(data_dir).as_posix(), size=copied, kind=kind)
+    return Artifact(name=beneath.shown(parts), path=dest.relative_to(data_dir).as_posix(), size=copied, kind=kind)
 
 
 def discard(data_dir: Path, path: str) -> bool:
@@ -145,5 +144,10 @@ def _snapshot(data_dir: Path, path: str) -> Path | None:
 
 def _shown(data_dir: Path, chat: str, given: str) -> str:
     """The workspace-relative name of `given`, symlinks inside the workspace resolved; raises PathRefused."""
+    return beneath.shown(_checked(data_dir, chat, given)[1])
+
+
+def _checked(data_dir: Path, chat: str, given: str) -> tuple[Path, tuple[str, ...]]:
+    """The chat's workspace (resolved) and the names of `given` below it, as the one path checker sees them."""
     root = workspace_for(data_dir, chat).resolve()
-    return resolve_inside(root, given).relative_to(root).as_posix()
+    return root, resolve_inside(root, given).relative_to(root).parts

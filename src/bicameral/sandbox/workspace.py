@@ -6,8 +6,11 @@ import os
 import shutil
 from pathlib import Path
 
+from bicameral.sandbox.beneath import create_new, folder
 from bicameral.sandbox.bwrap import SANDBOX_UID
 from bicameral.sandbox.paths import resolve_inside, safe_name
+
+_MAX_NUMBERED = 1000
 
 
 def workspace_for(data_dir: Path, chat: str) -> Path:
@@ -39,16 +42,23 @@ def hand_to_sandbox_user(root: Path, workspace: Path) -> None:
 
 def add_to_workspace(data_dir: Path, chat: str, source: Path, name: str | None = None) -> Path:
     """Copy a received file into the chat's workspace (keeping its name, numbered when taken); returns the copy."""
-    root = workspace_for(data_dir, chat)
+    root = workspace_for(data_dir, chat).resolve()
     name = safe_name(name or source.name)
     stem, dot, ext = name.rpartition(".")
     if not stem:
         stem, dot, ext = name, "", ""
-    dest = resolve_inside(root, name)
-    n = 1
-    while dest.exists():
-        dest = resolve_inside(root, f"{stem}-{n}{dot}{ext}")
-        n += 1
-    # A copy, not a link: editing the workspace file must not change the received original.
-    shutil.copyfile(source, dest)
-    return dest
+    with folder(root, ()) as workspace, source.open("rb") as received:
+        for n in range(_MAX_NUMBERED):
+            candidate = f"{stem}-{n}{dot}{ext}" if n else name
+            resolve_inside(root, candidate)
+            # Created anew, never opened through a name the sandbox made: a symlink planted there after the check
+            # is a taken name like any other, not a way to write outside.
+            try:
+                fd = create_new(workspace, candidate)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "wb") as copy:
+                # A copy, not a link: editing the workspace file must not change the received original.
+                shutil.copyfileobj(received, copy)
+            return root / candidate
+    raise FileExistsError(f"{name} and {_MAX_NUMBERED - 1} numbered copies of it are already in the workspace")

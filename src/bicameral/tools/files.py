@@ -1,16 +1,30 @@
-"""File tools confined to the chat's workspace: read, write, edit, list, search and send."""
+"""File tools confined to the chat's workspace: read, write, edit, list, search and send.
+
+Every path goes through the one checker (`resolve_inside`) for a clear refusal, and every open through
+`sandbox.beneath`, which never follows a symlink: the sandbox writes the same workspace while a tool runs.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
 import os
 import re
+import stat
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import regex  # type: ignore[import-untyped]  # no inline types; typeshed's types-regex is not installed
 from pydantic import BaseModel, Field
 
 from bicameral.events import SendFile
 from bicameral.sandbox.artifacts import FileRefused
-from bicameral.sandbox.paths import PathRefused, resolve_inside
+from bicameral.sandbox.beneath import Walk, folder, open_entry, open_file, replace_file, shown
+from bicameral.sandbox.paths import PathRefused, lone_surrogate, resolve_inside
 from bicameral.sandbox.workspace import workspace_for
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 
@@ -19,6 +33,17 @@ MAX_READ_BYTES = 16_000
 MAX_WRITE_BYTES = 2_000_000
 MAX_LIST_ENTRIES = 500
 MAX_SEARCH_HITS = 200
+MAX_OFFSET = 2**63 - 1  # the largest offset a file can have (off_t)
+# A pattern comes from a model or a user: it runs in a worker thread, each call under a timeout, so a runaway one
+# (nested repeats backtrack exponentially) costs at most this long and never holds the event loop.
+SEARCH_SECONDS = 2.0
+SEARCH_FILE_SECONDS = 1.0
+# `regex` also unrolls every repeat to its least count when it compiles, in C and holding the GIL: (a{1000}){1000}
+# took 1.4 s and 270 MB, (a{60000}){60000} all the memory there was. So a pattern is measured before it is compiled,
+# on the tree of the standard library's own parser (what `re` accepts; `re` itself unrolls nothing).
+MAX_PATTERN_STEPS = 20_000
+_sre_parser: Any = importlib.import_module("re._parser")
+_REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
 _PATH = "Path relative to the chat's workspace, e.g. notes/todo.txt."
 
 
@@ -28,7 +53,7 @@ class PathArgs(BaseModel):
 
 class ReadArgs(BaseModel):
     path: str = Field(max_length=1024, description=_PATH)
-    offset: int = Field(default=0, ge=0, description="Byte to start at, to read a large file in pieces.")
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="Byte to start at, to read a large file in pieces.")
 
 
 class ListArgs(BaseModel):
@@ -42,8 +67,8 @@ class WriteArgs(BaseModel):
 
 class EditArgs(BaseModel):
     path: str = Field(max_length=1024, description=_PATH)
-    old: str = Field(min_length=1, description="Exact text to replace; it must occur exactly once.")
-    new: str = Field(description="The replacement text.")
+    old: str = Field(min_length=1, max_length=MAX_WRITE_BYTES, description="Exact text to replace; it must occur exactly once.")
+    new: str = Field(max_length=MAX_WRITE_BYTES, description="The replacement text.")
 
 
 class SearchArgs(BaseModel):
@@ -56,20 +81,32 @@ class SendArgs(BaseModel):
     caption: str | None = Field(default=None, max_length=1000, description="One short line shown with the file.")
 
 
-def _locate(ctx: ToolContext, given: str) -> Path:
-    return resolve_inside(workspace_for(ctx.data_dir, ctx.chat), given)
+@dataclass(frozen=True)
+class _Place:
+    """A checked path: the workspace (resolved) and the names below it, links inside the workspace resolved."""
+
+    root: Path
+    parts: tuple[str, ...]
+
+    @property
+    def shown(self) -> str:
+        return shown(self.parts)
 
 
-def _write(path: Path, data: bytes, *, create: bool) -> None:
-    """Replace the file's bytes; O_NOFOLLOW: a symlink swapped in after the path check is refused, not followed."""
-    flags = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | (os.O_CREAT if create else 0)
-    fd = os.open(path, flags, 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+def _place(ctx: ToolContext, given: str) -> _Place:
+    root = workspace_for(ctx.data_dir, ctx.chat).resolve()
+    return _Place(root, resolve_inside(root, given).relative_to(root).parts)
 
 
-def _shown(ctx: ToolContext, path: Path) -> str:
-    return path.relative_to(workspace_for(ctx.data_dir, ctx.chat).resolve()).as_posix() or "."
+def _refused(given: str, exc: PathRefused | OSError, *, missing: str = "file") -> ToolResult:
+    """One clear sentence for a path that could not be used."""
+    if isinstance(exc, PathRefused):
+        return ToolResult.error(str(exc))
+    if isinstance(exc, FileNotFoundError):
+        return ToolResult.error(f"no {missing} {given!r} in the workspace")
+    if isinstance(exc, IsADirectoryError):
+        return ToolResult.error(f"{given!r} is a directory")
+    return ToolResult.error(f"cannot use {given!r}: {exc.strerror or exc}")
 
 
 class ReadFile(Tool[ReadArgs]):
@@ -80,15 +117,22 @@ class ReadFile(Tool[ReadArgs]):
 
     async def run(self, args: ReadArgs, ctx: ToolContext) -> ToolResult:
         try:
-            path = _locate(ctx, args.path)
-        except PathRefused as exc:
-            return ToolResult.error(str(exc))
-        if not path.is_file():
-            return ToolResult.error(f"no file {args.path!r} in the workspace")
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            fh.seek(args.offset)
-            data = fh.read(MAX_READ_BYTES)
+            place = _place(ctx, args.path)
+            if not place.parts:
+                return ToolResult.error(f"{args.path!r} is the workspace itself; list it with list_files")
+            with folder(place.root, place.parts[:-1]) as parent:
+                fd, info = open_file(parent, place.parts[-1])
+                try:
+                    size = info.st_size
+                    if args.offset > size:
+                        return ToolResult.error(f"offset {args.offset} is past the end of the file (size {size} bytes)")
+                    data = os.pread(fd, MAX_READ_BYTES, args.offset)
+                finally:
+                    os.close(fd)
+        except (PathRefused, OSError) as exc:
+            return _refused(args.path, exc)
+        if not data and size:
+            return ToolResult(f"[offset {args.offset} is the end of the file (size {size} bytes); there is no more]")
         text = data.decode("utf-8", errors="replace")
         end = args.offset + len(data)
         if end < size:
@@ -103,19 +147,20 @@ class WriteFile(Tool[WriteArgs]):
     reads_files = True
 
     async def run(self, args: WriteArgs, ctx: ToolContext) -> ToolResult:
+        if problem := lone_surrogate("content", args.content):
+            return ToolResult.error(problem)
         data = args.content.encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
             return ToolResult.error(f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}")
         try:
-            path = _locate(ctx, args.path)
-            if path.is_dir():
+            place = _place(ctx, args.path)
+            if not place.parts:
                 return ToolResult.error(f"{args.path!r} is a directory")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _locate(ctx, args.path)  # the parents just made may not change the answer, but check again
-        except PathRefused as exc:
-            return ToolResult.error(str(exc))
-        _write(path, data, create=True)
-        return ToolResult(f"wrote {len(data)} bytes to {_shown(ctx, path)}")
+            with folder(place.root, place.parts[:-1], make=True) as parent:
+                replace_file(parent, place.parts[-1], data)
+        except (PathRefused, OSError) as exc:
+            return _refused(args.path, exc)
+        return ToolResult(f"wrote {len(data)} bytes to {place.shown}")
 
 
 class EditFile(Tool[EditArgs]):
@@ -125,23 +170,36 @@ class EditFile(Tool[EditArgs]):
     reads_files = True
 
     async def run(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
+        for field, value in (("old", args.old), ("new", args.new)):
+            if problem := lone_surrogate(field, value):
+                return ToolResult.error(problem)
         try:
-            path = _locate(ctx, args.path)
-        except PathRefused as exc:
-            return ToolResult.error(str(exc))
-        if not path.is_file():
-            return ToolResult.error(f"no file {args.path!r} in the workspace")
-        if path.stat().st_size > MAX_WRITE_BYTES:
-            return ToolResult.error(f"{args.path!r} is larger than {MAX_WRITE_BYTES} bytes; edit it with run instead")
-        text = path.read_text(encoding="utf-8", errors="replace")
-        count = text.count(args.old)
-        if count != 1:
-            return ToolResult.error(f"the text to replace occurs {count} times in {args.path!r}; it must occur exactly once")
-        updated = text.replace(args.old, args.new).encode("utf-8")
-        if len(updated) > MAX_WRITE_BYTES:
-            return ToolResult.error(f"the edited file would be {len(updated)} bytes; the limit is {MAX_WRITE_BYTES}")
-        _write(path, updated, create=False)
-        return ToolResult(f"edited {_shown(ctx, path)}")
+            place = _place(ctx, args.path)
+            if not place.parts:
+                return ToolResult.error(f"{args.path!r} is a directory")
+            with folder(place.root, place.parts[:-1]) as parent:
+                fd, info = open_file(parent, place.parts[-1])
+                with os.fdopen(fd, "rb") as fh:
+                    raw = fh.read(MAX_WRITE_BYTES + 1) if info.st_size <= MAX_WRITE_BYTES else b""
+                if info.st_size > MAX_WRITE_BYTES or len(raw) > MAX_WRITE_BYTES:
+                    return ToolResult.error(f"{args.path!r} is larger than {MAX_WRITE_BYTES} bytes; edit it with run instead")
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    # Decoding with replacement and writing back would silently change every byte that is not text.
+                    return ToolResult.error(f"{args.path!r} is not UTF-8 text; edit it with run instead")
+                count = text.count(args.old)
+                if count != 1:
+                    return ToolResult.error(
+                        f"the text to replace occurs {count} times in {args.path!r}; it must occur exactly once"
+                    )
+                updated = text.replace(args.old, args.new).encode("utf-8")
+                if len(updated) > MAX_WRITE_BYTES:
+                    return ToolResult.error(f"the edited file would be {len(updated)} bytes; the limit is {MAX_WRITE_BYTES}")
+                replace_file(parent, place.parts[-1], updated)
+        except (PathRefused, OSError) as exc:
+            return _refused(args.path, exc)
+        return ToolResult(f"edited {place.shown}")
 
 
 class ListFiles(Tool[ListArgs]):
@@ -152,21 +210,29 @@ class ListFiles(Tool[ListArgs]):
 
     async def run(self, args: ListArgs, ctx: ToolContext) -> ToolResult:
         try:
-            root = _locate(ctx, args.path)
+            place = _place(ctx, args.path)
         except PathRefused as exc:
             return ToolResult.error(str(exc))
-        if not root.is_dir():
-            return ToolResult.error(f"no directory {args.path!r} in the workspace")
-        lines: list[str] = []
-        for path in sorted(root.rglob("*")):
-            if len(lines) >= MAX_LIST_ENTRIES:
-                lines.append(f"[cut at {MAX_LIST_ENTRIES} entries]")
-                break
-            if path.is_symlink():
-                continue
-            shown = _shown(ctx, path)
-            lines.append(f"{shown}/" if path.is_dir() else f"{shown}  ({path.stat().st_size} bytes)")
-        return ToolResult("\n".join(lines) or "the workspace is empty")
+        return await asyncio.to_thread(_listing, place, args.path)
+
+
+def _listing(place: _Place, given: str) -> ToolResult:
+    lines: list[str] = []
+    try:
+        with folder(place.root, place.parts) as fd:
+            walk = Walk(fd)
+            with contextlib.closing(iter(walk)) as entries:
+                for entry in entries:
+                    if len(lines) >= MAX_LIST_ENTRIES:
+                        lines.append(f"[cut at {MAX_LIST_ENTRIES} entries]")
+                        break
+                    name = shown(place.parts + entry.parts)
+                    lines.append(f"{name}/" if entry.is_dir else f"{name}  ({entry.size} bytes)")
+            if walk.cut:
+                lines.append("[a folder too large or too deep was not listed whole]")
+    except (PathRefused, OSError) as exc:
+        return _refused(given, exc, missing="directory")
+    return ToolResult("\n".join(lines) or ("the workspace is empty" if not place.parts else f"{given!r} is empty"))
 
 
 class SearchFiles(Tool[SearchArgs]):
@@ -176,24 +242,124 @@ class SearchFiles(Tool[SearchArgs]):
     reads_files = True
 
     async def run(self, args: SearchArgs, ctx: ToolContext) -> ToolResult:
+        if problem := lone_surrogate("pattern", args.pattern):
+            return ToolResult.error(problem)
         try:
-            pattern = re.compile(args.pattern)
-        except re.error as exc:
-            return ToolResult.error(f"not a valid regular expression: {exc}")
-        try:
-            root = _locate(ctx, args.path)
+            place = _place(ctx, args.path)
         except PathRefused as exc:
             return ToolResult.error(str(exc))
-        hits: list[str] = []
-        for path in sorted(root.rglob("*") if root.is_dir() else [root]):
-            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_WRITE_BYTES:
+        return await asyncio.to_thread(_search, args.pattern, place, args.path)
+
+
+def _search(pattern_text: str, place: _Place, given: str) -> ToolResult:
+    """Runs in a worker thread: `regex` releases the GIL while it matches (`concurrent`) and stops at `timeout`."""
+    deadline = time.monotonic() + SEARCH_SECONDS
+    try:
+        pattern = _compiled(pattern_text)
+    except _BadPattern as exc:
+        return ToolResult.error(str(exc))
+    hits: list[str] = []
+    searched = 0
+    try:
+        with contextlib.closing(_texts(place)) as texts:
+            for name, data in texts:
+                started = time.monotonic()
+                if started >= deadline:
+                    hits.append(f"[stopped after {SEARCH_SECONDS:g} s and {searched} files; search a smaller folder]")
+                    break
+                file_deadline = min(started + SEARCH_FILE_SECONDS, deadline)
+                for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                    try:
+                        found = pattern.search(line, timeout=max(file_deadline - time.monotonic(), 0.0), concurrent=True)
+                    except TimeoutError:
+                        if started + SEARCH_FILE_SECONDS <= deadline:  # the file had its whole allowance
+                            return ToolResult.error(
+                                f"the pattern took too long on {name} (over {SEARCH_FILE_SECONDS:g} s); simplify it: "
+                                "nested or overlapping repeats such as (a+)+ or (a|a)* backtrack without end"
+                            )
+                        hits.append(f"[stopped after {SEARCH_SECONDS:g} s, inside {name}; search a smaller folder]")
+                        return ToolResult("\n".join(hits))
+                    if found is not None:
+                        hits.append(f"{name}:{number}: {line[:300]}")
+                        if len(hits) >= MAX_SEARCH_HITS:
+                            return ToolResult("\n".join(hits) + f"\n[cut at {MAX_SEARCH_HITS} matches]")
+                searched += 1
+    except (PathRefused, OSError) as exc:
+        return _refused(given, exc, missing="file or directory")
+    return ToolResult("\n".join(hits) or "no matches")
+
+
+class _BadPattern(ValueError):
+    pass
+
+
+def _compiled(text: str) -> Any:
+    """The `regex` pattern for `text`, measured before it is compiled; _BadPattern says what is wrong with it."""
+    try:
+        re.compile(text)  # the syntax `re` accepts, as before; cheap, it unrolls nothing
+        size = _unrolled_size(_sre_parser.parse(text))
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise _BadPattern(f"not a valid regular expression: {exc}") from exc
+    if size > MAX_PATTERN_STEPS:
+        raise _BadPattern(
+            f"the pattern unrolls into more than {MAX_PATTERN_STEPS} steps (a counted repeat inside another, like "
+            "(a{1000}){1000}); use smaller counts"
+        )
+    try:
+        return regex.compile(text)
+    except regex.error as exc:
+        raise _BadPattern(f"not a valid regular expression: {exc}") from exc
+
+
+def _unrolled_size(items: Any) -> int:
+    """How many steps `regex` builds for a parsed pattern: each repeat is unrolled to its least count (at least once)."""
+    total = 0
+    for op, arguments in items:
+        inner = sum(_unrolled_size(sub) for sub in _subpatterns(arguments))
+        total += 1 + (max(arguments[0], 1) * inner if str(op) in _REPEATS else inner)
+        if total > MAX_PATTERN_STEPS:  # enough to refuse; nested counts could make the exact number astronomical
+            break
+    return total
+
+
+def _subpatterns(arguments: Any) -> Generator[Any, None, None]:
+    if isinstance(arguments, _sre_parser.SubPattern):
+        yield arguments
+    elif isinstance(arguments, tuple | list):
+        for item in arguments:
+            yield from _subpatterns(item)
+
+
+def _texts(place: _Place) -> Generator[tuple[str, bytes], None, None]:
+    """(shown path, bytes) of each regular file a search covers, up to MAX_WRITE_BYTES each, never through a link."""
+    if not place.parts:
+        with folder(place.root, ()) as fd:
+            yield from _texts_under(fd, ())
+        return
+    with folder(place.root, place.parts[:-1]) as parent:
+        fd, info = open_entry(parent, place.parts[-1])
+        try:
+            if stat.S_ISDIR(info.st_mode):
+                yield from _texts_under(fd, place.parts)
+            elif info.st_size <= MAX_WRITE_BYTES:
+                yield place.shown, os.pread(fd, MAX_WRITE_BYTES, 0)
+        finally:
+            os.close(fd)
+
+
+def _texts_under(fd: int, prefix: tuple[str, ...]) -> Generator[tuple[str, bytes], None, None]:
+    with contextlib.closing(iter(Walk(fd))) as entries:
+        for entry in entries:
+            if not entry.is_file or entry.size > MAX_WRITE_BYTES:
                 continue
-            for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                if pattern.search(line):
-                    hits.append(f"{_shown(ctx, path)}:{number}: {line[:300]}")
-                    if len(hits) >= MAX_SEARCH_HITS:
-                        return ToolResult("\n".join(hits) + f"\n[cut at {MAX_SEARCH_HITS} matches]")
-        return ToolResult("\n".join(hits) or "no matches")
+            try:
+                file_fd, _ = open_file(entry.folder_fd, entry.parts[-1])
+            except (PathRefused, OSError):  # swapped or gone since it was listed
+                continue
+            with os.fdopen(file_fd, "rb") as fh:
+                data = fh.read(MAX_WRITE_BYTES + 1)
+            if len(data) <= MAX_WRITE_BYTES:
+                yield shown(prefix + entry.parts), data
 
 
 class SendFileTool(Tool[SendArgs]):
@@ -206,6 +372,8 @@ class SendFileTool(Tool[SendArgs]):
     reads_files = True
 
     async def run(self, args: SendArgs, ctx: ToolContext) -> ToolResult:
+        if args.caption is not None and (problem := lone_surrogate("caption", args.caption)):
+            return ToolResult.error(f"not sent: {problem}")
         try:
             artifact = ctx.outgoing.add(ctx.data_dir, ctx.chat, args.path)
         except (PathRefused, FileRefused) as exc:
