@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bicameral.store import Stores
+from bicameral.store.memory_files import Entry
 from bicameral.store.memory_scopes import GLOBAL, chat_scope, reach_for, user_scope
 
 ADA = user_scope("telegram:1001")
@@ -276,3 +277,66 @@ def test_hostile_fact_text_stays_one_fact_in_its_own_scope(data: Path, stores: S
         assert again.memory.all([GLOBAL]) == []
     finally:
         again.close()
+
+
+@pytest.mark.parametrize(
+    ("broken", "repaired"),
+    [
+        (b"- The bins go out on Thurs\x00day", "The bins go out on Thursday"),  # a NUL
+        (b"- Caf\xe9 Nero opens at 7", "Caf\ufffd Nero opens at 7"),  # Latin-1 typed by hand: not UTF-8
+        (b"- The key is under the \x1b[2Jmat\x0b\x0c", "The key is under the [2Jmat"),  # control codes
+        (b"- half a bullet <!-- id=", "half a bullet <!-- id="),  # a comment never closed
+    ],
+)
+def test_one_broken_entry_never_locks_its_scope(
+    data: Path, stores: Stores, caplog, broken: bytes, repaired: str
+) -> None:
+    """A line that is not clean text costs only itself: the scope's other facts are recalled, new ones kept,
+    and the broken line goes back to the file exactly as it was found."""
+    caplog.set_level(logging.WARNING)
+    stores.memory.remember(TEAM, "The team standup is at 9:30")
+    stores.memory.remember(TEAM, "The team wiki lives at wiki.example.org")
+    path = data / "memory" / "chats" / "telegram~-100200.md"
+    path.write_bytes(path.read_bytes() + broken + b"\n")
+
+    assert _texts(stores.memory.recall("standup", [TEAM])) == ["The team standup is at 9:30"]
+    assert repaired in _texts(stores.memory.all([TEAM]))
+    assert stores.memory.stats([TEAM]).broken == []
+    kept = stores.memory.remember(TEAM, "The team retro is on Fridays")
+    assert kept.outcome == "new"
+    assert _texts(stores.memory.recall("retro", [TEAM])) == ["The team retro is on Fridays"]
+    assert broken in path.read_bytes().split(b"\n")  # untouched by the write
+    stores.memory.forget(kept.fact.id, [TEAM])
+    assert broken in path.read_bytes().split(b"\n")
+
+
+def test_a_repaired_line_is_logged_once_per_change(data: Path, stores: Stores, caplog) -> None:
+    caplog.set_level(logging.WARNING)
+    stores.memory.remember(TEAM, "The team standup is at 9:30")
+    path = data / "memory" / "chats" / "telegram~-100200.md"
+    path.write_bytes(path.read_bytes() + b"- bad\x00line\n")
+    stores.memory.recall("standup", [TEAM])
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 1 and "chats/telegram~-100200.md" in logged[0] and "line 8" in logged[0]
+    caplog.clear()
+    stores.memory.recall("standup", [TEAM])
+    assert not caplog.records
+
+
+def test_a_fact_with_control_codes_or_a_lone_surrogate_is_kept_clean(data: Path, stores: Stores) -> None:
+    """Whoever calls remember (a tool, the front, extraction), nothing unwritable reaches a file."""
+    kept = stores.memory.remember(TEAM, "The door code is 12\x0034\u202e\ud800")
+    assert kept.fact.text == "The door code is 1234\ufffd"
+    text = (data / "memory" / "chats" / "telegram~-100200.md").read_bytes()
+    assert b"\x00" not in text and "The door code is 1234\ufffd".encode() in text
+
+
+def test_an_entry_the_index_cannot_take_costs_only_itself(stores: Stores, caplog) -> None:
+    caplog.set_level(logging.WARNING)
+    entries = [
+        Entry("h1", "The team standup is at 9:30"), Entry("h2", "half a pair \ud800"), Entry("h3", "The retro is on Friday"),
+    ]
+    skipped = stores.memory.index.replace_file("chats/x.md", TEAM, 1, 1, entries, 0.0)
+    assert skipped == []
+    assert sorted(f.id for f in stores.memory.index.top([TEAM], 10)) == ["h1", "h3"]
+    assert any("h2 not indexed" in r.getMessage() for r in caplog.records)

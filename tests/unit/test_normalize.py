@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bicameral.gate.normalize import Normalized, normalize
+from bicameral.text import Normalized, normalize
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u180e\u00ad\U000e0041"
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
@@ -90,3 +90,31 @@ def test_properties(text: str) -> None:
     assert again == Normalized(result.text, ())
     if result.text == text:
         assert result.flags == ()
+
+
+def test_a_lone_surrogate_becomes_a_replacement_character() -> None:
+    # JSON may escape half a surrogate pair on its own; UTF-8 (so every store and socket) cannot take it.
+    assert normalize("caf\ud800e \udfff") == Normalized("caf\ufffde \ufffd", ())
+    assert normalize("\ud83d\ude00").text == "\ufffd\ufffd"  # two halves apart are still two lone halves
+    assert normalize("😀").text == "😀"
+    normalize("x\udc80", compose=False).text.encode("utf-8")  # encodable either way
+
+
+def test_data_keeps_its_compatibility_characters_and_carriage_returns() -> None:
+    """What tool arguments get: the hiding and reordering characters go, the data stays as written."""
+    data = "x² ﬁle ｆｕｌｌ\r\n\tcode\r"
+    assert normalize(data, compose=False, keep_carriage_returns=True) == Normalized(data, ())
+    hostile = "rm\x00 -rf\u202e\u200b /\x1b[2J\x85\r\n"
+    assert normalize(hostile, compose=False, keep_carriage_returns=True) == Normalized(
+        "rm -rf /[2J\r\n", ("zero_width_stripped", "bidi_stripped")
+    )
+    assert normalize("a\rb", compose=False).text == "a\nb"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.one_of(st.characters(), st.sampled_from(list(ZERO_WIDTH + BIDI + "\r\x00\ud800\udfff")))))
+def test_data_properties(text: str) -> None:
+    result = normalize(text, compose=False, keep_carriage_returns=True)
+    assert not (INVISIBLE - {"\r"}) & set(result.text)
+    result.text.encode("utf-8")
+    assert normalize(result.text, compose=False, keep_carriage_returns=True) == Normalized(result.text, ())

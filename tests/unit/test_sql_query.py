@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psutil
 import pytest
 
 from bicameral.events import Inbound, Sender
@@ -100,3 +106,98 @@ def test_the_connection_itself_cannot_write_even_past_the_parser(stores: Stores,
         with pytest.raises(QueryRefused, match="refused"):
             run_readonly(stores.db.path, sql)
     assert stores.db.query_one("SELECT COUNT(*) FROM messages")[0] == 150
+
+
+# --- what one query may build: SQLite's limits and the step budget on the read-only connection ---
+
+MIB = 1 << 20
+GROWTH = [
+    # A value built past the limit: refused at once, never allocated.
+    "SELECT length(replace(printf('%.*c', 100000, 'x'), 'x', printf('%.*c', 10000, 'y')))",
+    "WITH RECURSIVE d(x) AS (SELECT 'ab' UNION ALL SELECT x || x FROM d) SELECT length(x) FROM d ORDER BY 1 DESC LIMIT 1",
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 3000000) SELECT length(group_concat(x)) FROM c",
+    "SELECT length(substr(replace(hex(printf('%.*c', 600000, 'x')), '7', 'seven'), 1, 10))",
+]
+
+
+@contextmanager
+def peak_rss() -> Iterator[list[int]]:
+    """This process's highest RSS while the block runs, sampled on a thread: [before, peak] after it."""
+    me = psutil.Process(os.getpid())
+    figures = [me.memory_info().rss, 0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            figures[1] = max(figures[1], me.memory_info().rss)
+            stop.wait(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield figures
+    finally:
+        stop.set()
+        sampler.join()
+
+
+@pytest.mark.parametrize("sql", GROWTH)
+def test_a_value_built_past_the_limit_is_refused_as_too_large(stores: Stores, sql: str) -> None:
+    with peak_rss() as figures, pytest.raises(QueryRefused, match="the result was too large"):
+        run_readonly(stores.db.path, sql)
+    before, peak = figures
+    assert peak - before < 64 * MIB, f"RSS grew by {(peak - before) / MIB:.0f} MiB"
+
+
+def test_a_huge_printf_never_allocates_it(stores: Stores) -> None:
+    # SQLite's printf answers NULL rather than an error when its text would pass the limit: either way
+    # the 900 MB are never allocated.
+    with peak_rss() as figures:
+        try:
+            result = run_readonly(stores.db.path, "SELECT printf('%.*c', 900000000, 'x') AS big")
+            assert result.rows == [(None,)]
+        except QueryRefused as exc:
+            assert "too large" in str(exc)
+    before, peak = figures
+    assert peak - before < 64 * MIB, f"RSS grew by {(peak - before) / MIB:.0f} MiB"
+
+
+def test_the_widest_row_stays_bounded(stores: Stores) -> None:
+    """Every column at the largest value allowed: what one row can hold is the limit times the columns."""
+    wide = ", ".join(f"printf('%.*c', 900000, 'x') AS c{i}" for i in range(64))
+    with peak_rss() as figures:
+        result = run_readonly(stores.db.path, f"SELECT {wide}")
+    assert len(result.columns) == 64 and all(len(str(v)) == 2001 for v in result.rows[0])
+    before, peak = figures
+    assert peak - before < 200 * MIB, f"RSS grew by {(peak - before) / MIB:.0f} MiB"
+    with pytest.raises(QueryRefused, match="too many columns"):
+        run_readonly(stores.db.path, f"SELECT {wide}, 1")
+
+
+def test_a_query_past_its_step_budget_is_stopped_as_taking_too_long(stores: Stores) -> None:
+    with pytest.raises(QueryRefused, match="the query took too long"):
+        run_readonly(
+            stores.db.path,
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+            max_steps=2_000_000,
+        )
+    assert run_readonly(stores.db.path, "SELECT count(*) FROM messages", max_steps=2_000_000).rows == [(150,)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        (" UNION ALL ".join(["SELECT 1"] * 30), "too many terms in compound SELECT"),
+        ("SELECT 'x' LIKE '" + "%" * 1200 + "'", "pattern too complex"),
+        ("SELECT coalesce(" + ", ".join(["NULL"] * 40) + ")", "too many arguments"),
+    ],
+)
+def test_sqlite_limits_bound_the_shape_of_a_query(stores: Stores, sql: str, reason: str) -> None:
+    with pytest.raises(QueryRefused, match=reason):
+        run_readonly(stores.db.path, sql)
+
+
+def test_the_stored_data_still_reads_under_the_limits(stores: Stores) -> None:
+    result = run_readonly(stores.db.path, "SELECT t.*, m.* FROM tasks t, messages m LIMIT 1")
+    assert result.rows == [] and len(result.columns) > 30
+    assert run_readonly(stores.db.path, "SELECT length(text) FROM messages LIMIT 1").rows == [(6000,)]

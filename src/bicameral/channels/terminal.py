@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from typing import IO
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 
 from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.events import (
@@ -29,6 +31,7 @@ from bicameral.events import (
     Typing,
     chat_key,
 )
+from bicameral.text import normalize
 
 CHAT = chat_key("terminal", "local")
 
@@ -71,7 +74,7 @@ class TerminalChannel:
             self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan] ", end="")
             self._streamed = ""
         self._streamed += text
-        self._console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        self._console.print(printable(text), end="", markup=False, highlight=False, soft_wrap=True)
 
     async def perform(self, action: Action) -> ActionResult:
         if isinstance(action, SendText):
@@ -82,17 +85,19 @@ class TerminalChannel:
                 if streamed.strip() == action.text.strip():
                     return ActionResult(ok=True, message_ids=(message_id,))
             # Not streamed, or the reply differs from what streamed (an error note, a cut): show it whole.
-            self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan]", Markdown(action.text))
+            self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan]", Markdown(printable(action.text)))
             return ActionResult(ok=True, message_ids=(message_id,))
+        # Every value below can come from a model's tool call: printed as text, never read as markup.
         if isinstance(action, EditText):
-            self._console.print(f"[dim](edited m{action.message_id})[/dim]", Markdown(action.text))
+            self._console.print(f"[dim](edited m{_shown(action.message_id)})[/dim]", Markdown(printable(action.text)))
         elif isinstance(action, DeleteMessage):
-            self._console.print(f"[dim](deleted m{action.message_id})[/dim]")
+            self._console.print(f"[dim](deleted m{_shown(action.message_id)})[/dim]")
         elif isinstance(action, React):
-            self._console.print(f"[dim]{self._bot_name} reacted {action.emoji}[/dim]")
+            self._console.print(f"[dim]{self._bot_name} reacted {_shown(action.emoji)}[/dim]")
         elif isinstance(action, SendFile):
             message_id = str(next(self._ids))
-            self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan] [{action.kind}] {action.path} {action.caption or ''}")
+            shown = _shown(f"[{action.kind}] {action.path} {action.caption or ''}")
+            self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan] {shown}")
             return ActionResult(ok=True, message_ids=(message_id,))
         elif isinstance(action, Typing):
             pass  # a terminal shows the answer when it comes; no indicator needed
@@ -124,6 +129,29 @@ class TerminalChannel:
                     kind="command" if text.startswith("/") else "message",
                 )
             ])
+
+
+# What a terminal acts on rather than shows, in 7-bit and 8-bit (C1) form: CSI sequences (cursor moves,
+# screen clears, colours), the strings of OSC, DCS, SOS, PM and APC (window titles, OSC 52 clipboard writes,
+# hyperlinks) up to their BEL or ST, or to the end when unterminated (a terminal would swallow that too),
+# and the other escapes (ESC c resets the terminal, ESC 7/8 move the cursor, ESC ( B switches charsets).
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+
+
+def printable(text: str) -> str:
+    """`text` as a terminal will only show it: escape sequences removed whole, then every other control
+    code but newline and tab (a CR would let a line overwrite what came before), bidi and invisible
+    characters, with the one normaliser the gate uses. Compatibility characters stay as written."""
+    return normalize(_ESCAPE_SEQUENCE.sub("", text), compose=False).text
+
+
+def _shown(text: str) -> str:
+    """A value printed inside our own markup: printable, and its brackets not read as rich markup."""
+    return escape(printable(text))
 
 
 def _own_stdout() -> IO[str]:

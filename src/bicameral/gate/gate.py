@@ -13,10 +13,9 @@ from typing import TypeVar
 
 from bicameral.config import Settings
 from bicameral.conversation.router import ActionRouter
-from bicameral.events import Inbound, SendText, chat_key, is_owner
+from bicameral.events import Inbound, SendText, chat_key, is_owner, split_chat_key
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.digest import refused_digest
-from bicameral.gate.normalize import normalize
 from bicameral.gate.ratelimit import RateLimiter, Verdict
 from bicameral.observe import transcript
 from bicameral.redaction import scrub
@@ -24,6 +23,7 @@ from bicameral.sandbox.paths import PathRefused
 from bicameral.sandbox.workspace import add_to_workspace, workspace_for
 from bicameral.store import Stores
 from bicameral.store.messages import IGNORED, PENDING
+from bicameral.text import normalize
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ MAX_NAME_CHARS = 128  # display names and chat titles; Telegram's own limits are
 REFUSED_TEXT_CHARS = 500  # of a refused message, enough to recognise it, not to store a payload
 # Notices in flight at once; beyond this a flood of strangers gets no notice rather than a queue.
 MAX_PENDING_NOTICES = 32
+QUOTED_NOTICE = "[one of my notices, not conversation: its text is not shown]"
 
 
 class Gate:
@@ -117,6 +118,7 @@ class Gate:
         if not self._access.allows(inbound):
             self._refuse(inbound)
             return None
+        inbound = self._unquoted_notice(inbound)
         status = PENDING if inbound.addressed else IGNORED
         if status == PENDING and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
             verdict, notice = self._rate_check(inbound)
@@ -199,9 +201,31 @@ class Gate:
         if len(self._notices) >= MAX_PENDING_NOTICES:
             log.warning("notice to %s dropped: %d notices already in flight", notice.chat, len(self._notices))
             return
-        task = asyncio.create_task(self._router.perform(notice), name=f"notice:{notice.chat}")
+        task = asyncio.create_task(self._send_notice(notice), name=f"notice:{notice.chat}")
         self._notices.add(task)
         task.add_done_callback(self._notices.discard)
+
+    async def _send_notice(self, notice: SendText) -> None:
+        """Send a notice and keep it as one: a notice is not conversation (a digest carries names and titles
+        strangers chose), so it is recorded apart from what any model reads back (`messages.NOTICE`)."""
+        result = await self._router.deliver(notice)
+        if not result.ok:
+            transcript.tx_failed(notice.chat, f"notice: {result.error}")
+            return
+        transcript.tx(notice.chat, result.message_ids, notice.text)
+        channel = split_chat_key(notice.chat)[0]
+        for message_id in result.message_ids or (None,):
+            self._stores.messages.record_notice(notice.chat, channel, message_id, notice.text)
+
+    def _unquoted_notice(self, inbound: Inbound) -> Inbound:
+        """The owner replying to a digest: Telegram sends the quoted digest along, which would carry the
+        strangers' names into the prompt after all. The quote keeps only that it was a notice."""
+        quoted = inbound.reply_to
+        if quoted is None or not quoted.from_bot or not is_owner(inbound, self._settings.owner_id):
+            return inbound
+        if not self._stores.messages.is_notice(inbound.chat, quoted.message_id):
+            return inbound
+        return dataclasses.replace(inbound, reply_to=dataclasses.replace(quoted, text=QUOTED_NOTICE))
 
     async def close(self) -> None:
         """Cancel notices still in flight (at shutdown)."""

@@ -38,6 +38,7 @@ from bicameral.store.memory_files import (
     write_file,
 )
 from bicameral.store.memory_index import Fact, MemoryIndex, meaningful_words
+from bicameral.text import normalize
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,12 @@ class Memory:
             log.warning("memory file %s skipped: %s", key, exc)
             self.index.replace_file(key, scope, mtime_ns, size, (), self._clock(), error=str(exc))
             return
+        if parsed.repaired:
+            shown = ", ".join(map(str, parsed.repaired[:10])) + (" …" if len(parsed.repaired) > 10 else "")
+            log.warning(
+                "memory file %s: line %s held NUL bytes, control codes or bytes that are not UTF-8; "
+                "read without them, the rest of the file as usual", key, shown,
+            )
         skipped = self.index.replace_file(key, scope, mtime_ns, size, parsed.entries, self._clock())
         if skipped:
             log.warning("memory file %s repeats ids used elsewhere, skipped: %s", key, ", ".join(skipped))
@@ -193,7 +200,8 @@ class Memory:
     ) -> Remembered:
         """Keep a fact in the scope's file. A repeat is not added twice; a fact with the same key (or the
         one named in `replaces`) is replaced, the old one kept under History."""
-        text = " ".join(scrub(text).split())  # a pasted credential is never kept
+        # A pasted credential is never kept, nor a control code or lone surrogate, whoever the caller.
+        text = " ".join(scrub(normalize(text, compose=False).text).split())
         if not text:
             raise ValueError("there is nothing to remember in an empty text")
         if len(text) > MAX_FACT_CHARS:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bicameral.text import normalize
+
 MAX_FILE_BYTES = 256 * 1024
 USERS_DIR = "users"
 CHATS_DIR = "chats"
@@ -28,6 +30,9 @@ _META = re.compile(r"\s*<!--\s*(.*?)\s*-->\s*$")
 _BULLET = re.compile(r"^\s*[-*]\s+(.*)$")
 _HEADING = re.compile(r"^\s*#{1,6}\s+(.*?)\s*$")
 _SAFE = re.compile(r"[A-Za-z0-9-]")
+# What a line of text never holds: NUL and other control codes (tab and CR aside), and the bytes that were
+# not UTF-8 (read as U+DC80-U+DCFF, Python's surrogateescape, so they are written back exactly as found).
+_BROKEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udcff]")
 _MAX_NAME = 120
 
 
@@ -60,6 +65,7 @@ class MemoryFile:
     lines: list[str] = field(default_factory=list)
     live_end: int = 0  # where a new live entry goes: after the last one
     history_heading: int | None = None
+    repaired: list[int] = field(default_factory=list)  # 1-based numbers of lines read around broken characters
 
 
 # --- scope <-> path ---
@@ -168,24 +174,32 @@ def markdown_files(root: Path) -> list[FileStat]:
 
 
 def read_file(path: Path, scope: str, origin: str) -> MemoryFile:
-    """Parse one file (`origin` is its path under the root); raises BrokenMemoryFile with a reason."""
+    """Parse one file (`origin` is its path under the root); raises BrokenMemoryFile with a reason.
+
+    One bad line (a NUL, bytes that are not UTF-8, a control code) must not cost the scope its other
+    facts or its new ones: the entry on it is read without them (`MemoryFile.repaired` says where) and
+    the line itself is written back untouched. Only a file that is mostly such lines is not text.
+    """
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise BrokenMemoryFile(f"{size} bytes is over the {MAX_FILE_BYTES} byte limit")
-    data = path.read_bytes()
-    if b"\x00" in data:
-        raise BrokenMemoryFile("it looks binary (contains NUL bytes)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BrokenMemoryFile(f"it is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return parse(scope, text, origin)
+    text = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    parsed = parse(scope, text, origin)
+    written = sum(1 for line in parsed.lines if line.strip())
+    if parsed.repaired and 2 * len(parsed.repaired) > written:
+        raise BrokenMemoryFile("it looks binary (most of its lines hold NUL bytes, control codes or bytes that are not UTF-8)")
+    return parsed
 
 
 def parse(scope: str, text: str, origin: str) -> MemoryFile:
-    lines = text.splitlines()
+    # Lines end at LF alone (a CR stays with its line and is written back): str.splitlines would also
+    # break at form feeds, U+0085 or U+2028 inside a fact and a write would turn them into new lines.
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
     front, first = _frontmatter(lines)
     result = MemoryFile(scope=scope, front=front, lines=lines, live_end=first)
+    result.repaired = [number + 1 for number, line in enumerate(lines) if _BROKEN.search(line)]
     in_history = False
     paragraph: list[int] = []
 
@@ -232,7 +246,8 @@ def _frontmatter(lines: list[str]) -> tuple[dict[object, object], int]:
         return {}, 0
     for i in range(1, len(lines)):
         if lines[i].strip() == "---":
-            raw = "\n".join(lines[1:i])
+            # Cleaned like an entry: a stray NUL or undecodable byte is no reason to lose the whole file.
+            raw = normalize("\n".join(lines[1:i]), compose=False).text
             import yaml  # with the first memory file read, not at start
 
             try:
@@ -248,6 +263,9 @@ def _frontmatter(lines: list[str]) -> tuple[dict[object, object], int]:
 
 
 def _entry(origin: str, raw: str, in_history: bool, span: tuple[int, int]) -> Entry | None:
+    # What a person's editor (or a bug) left in the line that is not text goes before anything reads it:
+    # control codes and invisible characters, and each undecodable byte becomes U+FFFD.
+    raw = normalize(raw, compose=False).text
     meta: dict[str, str] = {}
     found = _META.search(raw)
     if found:
@@ -325,12 +343,17 @@ def render_entry(entry: Entry) -> str:
         meta.append(f"at={entry.at}")
     if entry.note:
         meta.append(f"note={_token(entry.note)}")
-    text = " ".join(entry.text.replace("<!--", "").replace("-->", "").split())
+    text = " ".join(_clean(entry.text).replace("<!--", "").replace("-->", "").split())
     return f"- {text} <!-- {' '.join(meta)} -->"
 
 
 def _token(value: str) -> str:
-    return "_".join(value.replace("-->", "").replace("=", "").split())
+    return "_".join(_clean(value).replace("-->", "").replace("=", "").split())
+
+
+def _clean(text: str) -> str:
+    """Nothing written to a file holds a control code or a lone surrogate, whoever called."""
+    return normalize(text, compose=False).text
 
 
 def write_file(root: Path, path: Path, content: str) -> None:
@@ -341,7 +364,8 @@ def write_file(root: Path, path: Path, content: str) -> None:
         raise ValueError(f"refusing to write {path}: it is outside the memory folder or a symlink")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".md")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        # surrogateescape: bytes that were not UTF-8 in lines this write did not touch go back as they were.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(content)
         os.replace(tmp, path)
     except BaseException:

@@ -89,12 +89,17 @@ class MemoryIndex:
                     skipped.append(entry.id)
                     continue
                 uses, last_used = used.get(entry.id, (0, None))
-                cursor = conn.execute(
-                    """INSERT INTO memory_facts (id, scope, path, text, key, importance, at, uses, last_used)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    (entry.id, scope, path, entry.text, entry.key, entry.importance, entry.at, uses, last_used),
-                )
-                conn.execute("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, entry.text))
+                try:
+                    # Its own savepoint: an entry the index cannot take costs only itself, never the file.
+                    with self._db.tx():
+                        cursor = conn.execute(
+                            """INSERT INTO memory_facts (id, scope, path, text, key, importance, at, uses, last_used)
+                               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                            (entry.id, scope, path, entry.text, entry.key, entry.importance, entry.at, uses, last_used),
+                        )
+                        conn.execute("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, entry.text))
+                except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.DataError, ValueError) as exc:
+                    log.warning("memory file %s: entry %s not indexed: %s", path, entry.id[:40], exc)
             conn.execute(
                 """INSERT INTO memory_files (path, scope, mtime_ns, size, error, indexed_at) VALUES (?, ?, ?, ?, ?, ?)
                    ON CONFLICT(path) DO UPDATE SET scope = excluded.scope, mtime_ns = excluded.mtime_ns,

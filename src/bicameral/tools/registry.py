@@ -18,11 +18,14 @@ from bicameral.failures import failure_detail
 from bicameral.models.base import ToolSpec
 from bicameral.observe import transcript
 from bicameral.store.tool_calls import ToolCallStore
+from bicameral.text import NestedTooDeep, normalize_data
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
 _NOT_TOOL_MODULES = {"base", "registry"}
 _MAX_RESULT_CHARS = 20000
+# Arguments nested deeper than this are refused, not walked: no tool's arguments go past three levels.
+_MAX_DEPTH = 16
 
 
 def discover_tools(package: str = "bicameral.tools") -> list[Tool[Any]]:
@@ -85,8 +88,17 @@ class ToolRegistry:
     async def execute(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate, run (with a timeout) and audit one call; failures come back as error results."""
         started = time.monotonic()
+        # A model's arguments are as untrusted as what a user types (a fetched page can steer the model): a NUL
+        # in a memory file, a bidi override in a file name, a lone surrogate no store can encode stop here, before
+        # the transcript, the tool or the audit reads them. As data: no NFKC, CR kept (see `normalize_data`).
+        try:
+            raw_args = normalize_data(raw_args, max_depth=_MAX_DEPTH)
+            refused = None
+        except NestedTooDeep:
+            raw_args = {}
+            refused = ToolResult.error(f"arguments for {name} are nested more than {_MAX_DEPTH} levels deep; no tool takes that")
         transcript.tool_call(ctx.chat, name, raw_args)
-        result = await self._run(name, raw_args, ctx)
+        result = refused or await self._run(name, raw_args, ctx)
         duration_ms = (time.monotonic() - started) * 1000
         if len(result.content) > _MAX_RESULT_CHARS:
             result = ToolResult(result.content[:_MAX_RESULT_CHARS] + "\n[truncated]", result.is_error)
