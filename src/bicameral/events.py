@@ -112,13 +112,17 @@ class Authority:
     def is_owner(self) -> bool:
         return self.role is Role.OWNER
 
+    def among(self, people: Iterable[str]) -> bool:
+        """Whether every one of these people is among `people` (no one at all is never among anyone)."""
+        return bool(self.people) and set(self.people) <= set(people)
+
     def may_steer(self, owned_by: Authority) -> bool:
         """Whether these people may change or stop work that `owned_by` caused: their own, or any as owner or admin."""
-        return self.role >= Role.ADMIN or set(self.people) <= set(owned_by.people)
+        return self.role >= Role.ADMIN or self.among(owned_by.people)
 
     def may_read(self, owned_by: Authority) -> bool:
         """Whether these people may see what work by `owned_by` saw: their own, or the owner's own eyes."""
-        return self.is_owner or set(self.people) <= set(owned_by.people)
+        return self.is_owner or self.among(owned_by.people)
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 
 from bicameral.conversation.lanes import Conversation
+from bicameral.tools.reminders import NOT_YOURS
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access
-from tests.support.chat import eventually
-from tests.support.group import ANN, BEN, GROUP, MENTION, HoldOn, OpenVault, says
+from tests.support.chat import eventually, until_sent
+from tests.support.group import ADA, ANN, BEN, GROUP, MENTION, HoldOn, OpenVault, admins, says
 
 
 def _obey(req: Request) -> Reply:
@@ -114,3 +115,55 @@ async def test_a_member_can_have_only_replies_to_them_deleted(telegram, models, 
     await eventually(lambda: len([c for c in telegram.calls if c.method == "deleteMessage"]) == 2)
     deleted = [json.dumps(c.params) for c in telegram.calls if c.method == "deleteMessage"]
     assert str(to_ann["message_id"]) in deleted[0] and str(to_owner["message_id"]) in deleted[1]
+
+
+def _scheduler(req: Request) -> Reply:
+    """A model that sets, edits and carries out schedules as told, and opens the vault when a fire says so."""
+    results = req.tool_results()
+    last = req.last_user_text()
+    if results:
+        return Reply(text="done: " + "; ".join(r["content"] for r in results))
+    if "scheduled_task" in last and "vault" in last:
+        return Reply(tool_calls=[ToolCall("open_vault", {})])
+    if "schedule the vault" in last:
+        soon = 0.02 if "soon" in last else 600
+        create = {"kind": "task", "text": "open the vault and report", "in_minutes": soon}
+        return Reply(tool_calls=[ToolCall("schedule_create", create)])
+    if "change schedule" in last:
+        number = int(last.rsplit("change schedule ", 1)[1].split()[0])
+        edit = {"id": number, "text": "open the vault and tell everyone", "in_minutes": 0.01}
+        return Reply(tool_calls=[ToolCall("schedule_edit", edit)])
+    return Reply(text="hello")
+
+
+async def test_only_its_writers_change_a_schedule_and_it_fires_with_the_least_of_their_rights(
+    telegram, models, start_bot, make_settings
+):
+    vault = OpenVault()
+    models.responder(_scheduler)
+    app = await _start(start_bot, make_settings, vault, debounce_ms=0)
+    telegram.register_method("getChatMember", admins)
+    says(telegram, OWNER, f"{MENTION} schedule the vault job")
+    await telegram.await_sent(GROUP, 1)
+    [schedule] = app.stores.schedules.live(f"telegram:{GROUP}")
+    says(telegram, ANN, f"{MENTION} change schedule {schedule.id} please")
+    await telegram.await_sent(GROUP, 2)
+    assert "set by someone else" in models.requests[-1].tool_results()[0]["content"]
+    says(telegram, ANN, f"/reminders cancel {schedule.id}")
+    await until_sent(telegram, GROUP, NOT_YOURS.format(id=schedule.id) + ".")
+    assert app.stores.schedules.get(schedule.id).body == "open the vault and report", "Ann changed nothing"
+    says(telegram, ADA, f"{MENTION} change schedule {schedule.id} please")
+    await eventually(lambda: any(r for r in models.requests if "scheduled_task" in r.last_user_text()), timeout=20)
+    fired = next(r for r in models.requests if "scheduled_task" in r.last_user_text())
+    assert "tell everyone" in fired.last_user_text() and 'role="admin"' in fired.last_user_text()
+    assert "open_vault" not in fired.tool_names, "Ada's words are in it: it fires with an admin's rights"
+    await eventually(lambda: any("only for the owner" in m["text"] for m in telegram.sent_messages(GROUP)))
+    assert vault.runs == []
+
+
+async def test_the_owners_own_schedule_fires_with_the_owners_rights(telegram, models, start_bot, make_settings):
+    vault = OpenVault()
+    models.responder(_scheduler)
+    await _start(start_bot, make_settings, vault, debounce_ms=0)
+    says(telegram, OWNER, f"{MENTION} schedule the vault job soon")
+    await eventually(lambda: vault.runs == [f"telegram:{GROUP}"], timeout=20)

@@ -44,7 +44,8 @@ def _ctx(stores: Stores, user: int = 42, *, owner: bool = False, chat: str | Non
     chat = chat or f"telegram:{user}"
     reach = reach_for(chat, channel="telegram", sender_id=str(user), private=True, own_lane=True, owner=owner)
     return ToolContext(chat=chat, turn_id="t1", data_dir=stores.db.path.parent, perform=_ok, stores=stores,
-                       now=lambda: NOW, authority=Authority(Role.OWNER if owner else Role.MEMBER), reach=reach)
+                       now=lambda: NOW, authority=Authority.of(Role.OWNER if owner else Role.MEMBER, (f"telegram:{user}",)),
+                       reach=reach)
 
 
 async def _create(stores: Stores, ctx: ToolContext, **args):

@@ -65,7 +65,10 @@ class FireDelivery:
                 log.warning("reminder %d to %s not sent: %s", fire.schedule_id, fire.chat, result.error)
             return result.ok
         channel, _ = split_chat_key(fire.chat)
-        person = split_chat_key(fire.creator)[1] if fire.creator != fire.chat else "scheduler"
+        # Its one author speaks (a DM's key is also its chat's); a group schedule nobody in particular set, the scheduler.
+        authors = fire.written_by.people
+        alone = len(authors) == 1 and (fire.private or authors[0] != fire.chat)
+        person = split_chat_key(authors[0])[1] if alone else "scheduler"
         inbound = Inbound(
             channel=channel,
             chat=fire.chat,

@@ -112,7 +112,7 @@ def _not_theirs(ctx: ToolContext, message_id: str) -> ToolResult | None:
     audience = ctx.stores.messages.audience_of(ctx.chat, message_id) if ctx.stores is not None else None
     if audience is None:
         return ToolResult.error(f"message {message_id} is not one I sent in this chat")
-    if not audience or not set(ctx.authority.people) <= set(audience):
+    if not ctx.authority.among(audience):
         return ToolResult.error(
             f"message {message_id} answered someone else; only they or the owner can have it edited or deleted"
         )
