@@ -15,7 +15,7 @@ LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction", "imports"},  # vocabulary, and what never loads
     # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the HTTP client,
     # the one text normaliser
-    {"types", "backoff", "observe", "prompts", "failures", "markup", "transport", "text"},
+    {"types", "backoff", "observe", "prompts", "failures", "markup", "transport", "text", "threads"},
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
     {"mcp", "agent", "tasks", "conversation", "scheduler"},  # the machinery every mode shares

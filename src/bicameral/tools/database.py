@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel, Field
 
 from bicameral.store.query import MAX_ROWS, MAX_SQL_CHARS, QueryRefused, run_readonly
+from bicameral.threads import in_tool_thread
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 
 
@@ -30,8 +29,8 @@ class DatabaseQuery(Tool[QueryArgs]):
         if ctx.stores is None:
             return ToolResult.error("the database is not available in this conversation")
         try:
-            # A slow query must not hold up the other chats: run it beside the event loop.
-            result = await asyncio.to_thread(run_readonly, ctx.stores.db.path, args.sql)
+            # A slow query must not hold up the other chats: run it beside the event loop, in the tools' threads.
+            result = await in_tool_thread(ctx.chat, run_readonly, ctx.stores.db.path, args.sql)
         except QueryRefused as exc:
             return ToolResult.error(f"refused: {exc}")
         if not result.rows:

@@ -6,7 +6,6 @@ Every path goes through the one checker (`resolve_inside`) for a clear refusal, 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import os
@@ -26,6 +25,7 @@ from bicameral.sandbox.artifacts import FileRefused
 from bicameral.sandbox.beneath import Walk, folder, open_entry, open_file, replace_file, shown
 from bicameral.sandbox.paths import PathRefused, lone_surrogate, resolve_inside
 from bicameral.sandbox.workspace import workspace_for
+from bicameral.threads import in_tool_thread
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 
 # Below the registry's result cap so the note about what was cut survives.
@@ -213,7 +213,7 @@ class ListFiles(Tool[ListArgs]):
             place = _place(ctx, args.path)
         except PathRefused as exc:
             return ToolResult.error(str(exc))
-        return await asyncio.to_thread(_listing, place, args.path)
+        return await in_tool_thread(ctx.chat, _listing, place, args.path)
 
 
 def _listing(place: _Place, given: str) -> ToolResult:
@@ -248,7 +248,7 @@ class SearchFiles(Tool[SearchArgs]):
             place = _place(ctx, args.path)
         except PathRefused as exc:
             return ToolResult.error(str(exc))
-        return await asyncio.to_thread(_search, args.pattern, place, args.path)
+        return await in_tool_thread(ctx.chat, _search, args.pattern, place, args.path)
 
 
 def _search(pattern_text: str, place: _Place, given: str) -> ToolResult:
