@@ -56,3 +56,16 @@ async def test_a_nul_or_lone_surrogate_a_member_gets_remembered_never_hides_the_
     assert b"\x00" not in kept
     assert b"Lunch is at noon sharp" in kept and "The caf\ufffd order".encode() in kept
     assert b"The team retro is on Fridays" in kept
+
+
+async def test_the_fronts_actions_take_cleaned_arguments(telegram, models, start_bot):
+    spawn = ToolCall("spawn", {"spec": "Sum up the\x00 notes \ud800 please", "label": "no\u202ete\x07s"})
+    models.script(Reply(tool_calls=[spawn, ToolCall("reply", {"text": "on \x1bit\u200b"})]), model="front")
+    models.script(Reply(text="summed"), model="back")
+    models.responder(lambda req: Reply(text="summed"), model="front")
+    app = await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=0)
+    telegram.user_sends(OWNER, "sum up my notes")
+    sent = await telegram.await_sent(OWNER, 1)
+    assert sent[0]["text"] == "on it"
+    [task] = app.handler.bus.store.for_chat(f"telegram:{OWNER}")
+    assert task.spec == "Sum up the notes \ufffd please" and task.label == "notes"

@@ -19,10 +19,12 @@ from bicameral.models.base import ToolCall, ToolSpec
 from bicameral.scheduler.retry import scheduled_task
 from bicameral.tasks.bus import NotYours, TaskBus, TaskError, owned_by
 from bicameral.tasks.task import Task
+from bicameral.text import NestedTooDeep, normalize_data
 from bicameral.tools.base import ToolContext
 from bicameral.tools.memory import Forget, ForgetArgs, Remember, RememberArgs
 
 log = logging.getLogger(__name__)
+_MAX_DEPTH = 4  # no action takes more than a flat object
 
 
 class ReplyArgs(BaseModel):
@@ -115,7 +117,10 @@ class FrontActions:
         if spec is None:
             return f"unknown action {call.name}"
         try:
-            args = spec[1].model_validate(call.input)
+            # Cleaned like every tool's arguments: a task spec or a reply is stored and sent as written.
+            args = spec[1].model_validate(normalize_data(call.input, max_depth=_MAX_DEPTH))
+        except NestedTooDeep:
+            return f"bad arguments for {call.name}"
         except ValidationError as exc:
             log.info("front action %s had bad arguments: %s", call.name, exc.errors()[:2])
             return f"bad arguments for {call.name}"
