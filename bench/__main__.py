@@ -17,6 +17,7 @@ from rich.console import Console
 from bench.chambers import run_chambers
 from bench.concurrency import run_concurrency
 from bench.harness import pinned, shipped_mode
+from bench.heavy import run_heavy
 from bench.idle import run_idle
 from bench.local import run_local
 from bench.memory import run_memory
@@ -103,6 +104,11 @@ async def _tools(plan: Plan) -> list[Figure]:
     return (await run_tools(runs=plan.tool_runs, chats=plan.tool_chats, fetches=plan.tool_runs)).figures()
 
 
+async def _heavy(plan: Plan) -> list[Figure]:
+    # Single mode by design: the plain message is answered by one model call, so the load is what moves it.
+    return (await run_heavy()).figures()
+
+
 # Memory runs first: its in-process figures should not include what later scenarios leave behind.
 SCENARIOS: dict[str, Scenario] = {
     "memory": _memory,
@@ -115,6 +121,7 @@ SCENARIOS: dict[str, Scenario] = {
     "recall": _recall,
     "scheduler": _scheduler,
     "tools": _tools,
+    "heavy": _heavy,
 }
 
 

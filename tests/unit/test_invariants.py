@@ -28,6 +28,7 @@ MAY_WRITE_FILES = {
 MAY_START_PROCESSES = {
     "sandbox/runner.py": "bubblewrap, for the run tool",
     "claude_code/process.py": "the claude CLI",
+    "web/extract.py": "our own extraction worker, under limits, for web_fetch's HTML and PDF",
 }
 
 _WRITE_MODE_CHARS = set("wax+")

@@ -59,9 +59,19 @@ class Site:
 
     port: int
     seen: list[tuple[str, str]] = field(default_factory=list)
+    # Answers a test adds for itself: path -> (status, body, content type, extra headers).
+    routes: dict[str, tuple[int, bytes, str, dict[str, str]]] = field(default_factory=dict)
 
     def url(self, path: str, host: str = "site.test") -> str:
         return f"http://{host}:{self.port}{path}"
+
+    def serve(self, path: str, body: bytes, content_type: str, status: int = 200, **headers: str) -> None:
+        """Answer GET `path` with `body` from now on."""
+        self.routes[path] = (status, body, content_type, headers)
+
+    def redirect(self, path: str, location: str) -> None:
+        """Answer GET `path` with a 302 to `location`, sent as given."""
+        self.serve(path, b"", "text/plain", status=302, Location=location)
 
 
 def _handler(site_box: list[Site]) -> type[BaseHTTPRequestHandler]:
@@ -91,7 +101,11 @@ def _handler(site_box: list[Site]) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def _serve(self, path: str) -> None:
-            if path == "/page.html":
+            added = site_box[0].routes.get(path)
+            if added is not None:
+                status, body, content_type, headers = added
+                self._send(status, body, content_type, **headers)
+            elif path == "/page.html":
                 self._send(200, ARTICLE.encode(), "text/html; charset=utf-8")
             elif path == "/report.pdf":
                 self._send(200, tiny_pdf(PDF_TEXT), "application/pdf")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from html import escape
 
@@ -11,7 +10,7 @@ from pydantic import BaseModel, Field
 from bicameral.config import Settings
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.web.address import AddressRefused
-from bicameral.web.extract import readable_text
+from bicameral.web.extract import Extractor
 from bicameral.web.fetch import FetchFailed, FetchLimits, WebFetcher
 from bicameral.web.search import DdgsSearcher, Searcher, SearchFailed, SearchHit
 
@@ -40,8 +39,9 @@ class WebFetch(Tool[FetchArgs]):
     # It reads no local files and reaches only public addresses, so everyone allowed to talk may use it.
     owner_only = False
 
-    def __init__(self, fetcher: WebFetcher | None = None) -> None:
+    def __init__(self, fetcher: WebFetcher | None = None, extractor: Extractor | None = None) -> None:
         self._fetcher = fetcher or WebFetcher()
+        self._extractor = extractor or Extractor()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WebFetch:
@@ -55,7 +55,7 @@ class WebFetch(Tool[FetchArgs]):
     async def run(self, args: FetchArgs, ctx: ToolContext) -> ToolResult:
         try:
             page = await self._fetcher.fetch(args.url)
-            text = await asyncio.to_thread(readable_text, page)
+            text = await self._extractor.readable_text(page)
         except AddressRefused as exc:
             return ToolResult.error(f"refused {args.url[:200]!r}: {exc}")
         except FetchFailed as exc:

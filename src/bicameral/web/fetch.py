@@ -6,7 +6,7 @@ import asyncio
 import re
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, ip_address
 from urllib.parse import urlsplit
@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from bicameral.web.address import AddressPolicy, AddressRefused, IPAddress, literal_address
+from bicameral.web.decoding import BodyDecoder, TooLarge, Undecodable
 
 Resolve = Callable[[str, int], Awaitable[list[IPAddress]]]
 _MAX_URL_CHARS = 2048
@@ -23,6 +24,20 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 class FetchFailed(Exception):
     """The page could not be fetched (timeout, HTTP error, too big); the message says so in a sentence."""
+
+
+class _Redirected(Exception):
+    """A redirect answer, taken from httpx before it parses the Location itself (which it does even when not following)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
+async def _take_redirect(response: httpx.Response) -> None:
+    """httpx's response hook: hand every redirect to our own checks; httpx would raise on a data: or jar: Location."""
+    if response.status_code in _REDIRECTS:
+        raise _Redirected(response.headers.get("location", ""))
 
 
 async def system_resolve(host: str, port: int) -> list[IPAddress]:
@@ -78,7 +93,10 @@ class WebFetcher:
         # trust_env=False: a proxy from the environment would resolve names itself, past our checks.
         timeout = httpx.Timeout(self.limits.timeout_seconds)
         verify = await self._verify()
-        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout, verify=verify) as client:
+        hooks = {"response": [_take_redirect]}
+        async with httpx.AsyncClient(
+            follow_redirects=False, trust_env=False, timeout=timeout, verify=verify, event_hooks=hooks
+        ) as client:
             current = url
             for _ in range(self.limits.max_redirects + 1):
                 try:
@@ -90,7 +108,7 @@ class WebFetcher:
                 page, location = await self._get(client, hop)
                 if page is not None:
                     return page
-                current = str(hop.url.join(location))
+                current = _redirect_target(hop.url, location)
         raise FetchFailed(f"{url} redirected more than {self.limits.max_redirects} times; gave up")
 
     async def _verify(self) -> ssl.SSLContext:
@@ -121,6 +139,9 @@ class WebFetcher:
         if not host:
             raise AddressRefused(f"{url!r} has no host")
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        if port > 65535:
+            # httpx parses any number; the socket would refuse it with an OverflowError, not a sentence.
+            raise AddressRefused(f"port {port} does not exist (ports go up to 65535)")
         why_port = self.policy.port_refusal(port)
         if why_port:
             raise AddressRefused(why_port)
@@ -160,30 +181,72 @@ class WebFetcher:
         shown = str(hop.url)
         try:
             async with client.stream("GET", pinned, headers=headers, extensions=extensions) as response:
-                if response.status_code in _REDIRECTS:
-                    location = response.headers.get("location")
-                    if not location:
-                        raise FetchFailed(f"{shown} redirected without saying where")
-                    return None, location
                 if response.status_code >= 400:
                     raise FetchFailed(f"{shown} answered HTTP {response.status_code}")
                 declared = response.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > self.limits.max_bytes:
                     raise FetchFailed(self._too_big(shown))
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > self.limits.max_bytes:
-                        raise FetchFailed(self._too_big(shown))
+                body = await self._body(response, shown)
                 content_type = response.headers.get("content-type", "")
-                return Page(shown, content_type.split(";")[0].strip().lower(), response.charset_encoding, bytes(body)), ""
+                return Page(shown, content_type.split(";")[0].strip().lower(), response.charset_encoding, body), ""
+        except _Redirected as redirect:
+            if not redirect.location:
+                raise FetchFailed(f"{shown} redirected without saying where") from None
+            return None, redirect.location
         except httpx.TimeoutException:
             raise FetchFailed(f"{shown} did not answer within {self.limits.timeout_seconds:g}s") from None
         except httpx.HTTPError as exc:
             raise FetchFailed(f"could not fetch {shown} ({type(exc).__name__})") from None
 
+    async def _body(self, response: httpx.Response, shown: str) -> bytes:
+        """The body as sent, decoded layer by layer here; the limit holds for the bytes received and for every layer."""
+        limit = self.limits.max_bytes
+        try:
+            decoder = BodyDecoder(response.headers.get("content-encoding", ""), limit)
+        except Undecodable as exc:
+            raise FetchFailed(f"{shown} {exc}") from None
+        received = 0
+        body = bytearray()
+        try:
+            async for chunk in response.aiter_raw():
+                received += len(chunk)
+                if received > limit:
+                    raise FetchFailed(self._too_big(shown))
+                self._keep(body, decoder.feed(chunk), shown)
+            self._keep(body, decoder.finish(), shown)
+        except TooLarge:
+            raise FetchFailed(f"{shown} is larger than the {limit:,}-byte limit once decompressed; not fetched") from None
+        except Undecodable as exc:
+            raise FetchFailed(f"{shown} {exc}") from None
+        return bytes(body)
+
+    def _keep(self, body: bytearray, pieces: Iterator[bytes], shown: str) -> None:
+        """Append decoded pieces, refusing the page the moment it passes the limit."""
+        for piece in pieces:
+            body += piece
+            if len(body) > self.limits.max_bytes:
+                raise FetchFailed(self._too_big(shown))
+
     def _too_big(self, url: str) -> str:
         return f"{url} is larger than the {self.limits.max_bytes:,}-byte limit; not fetched"
+
+
+def _redirect_target(base: httpx.URL, location: str) -> str:
+    """Where a redirect leads, as an absolute URL; a scheme other than http(s), or a malformed Location, refused by name."""
+    malformed = FetchFailed(f"{base} redirected to a malformed address ({location[:100]!r}); not followed")
+    try:
+        scheme = urlsplit(location).scheme.lower()
+    except ValueError:
+        raise malformed from None
+    if scheme and scheme not in ("http", "https"):
+        # Named by its scheme only: a data: or javascript: URL is content, not an address worth repeating.
+        raise AddressRefused(
+            f"it redirected to a {scheme[:20]}: URL, which web_fetch does not follow (only http and https URLs are fetched)"
+        )
+    try:
+        return str(base.join(location))
+    except httpx.InvalidURL:
+        raise malformed from None
 
 
 def _refusal(host: str, literal: IPAddress | None, why: str) -> str:
