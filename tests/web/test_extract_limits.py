@@ -110,3 +110,22 @@ async def test_hostile_html_is_read_in_the_child_too():
     text = await Extractor(spawn=runner).readable_text(page)
     assert "word word" in text
     assert len(runner.children) == 1 and runner.children[0].returncode == 0
+
+
+async def test_one_chats_documents_queue_behind_each_other_not_everyones():
+    started: list[str] = []
+    release = asyncio.Event()
+
+    async def held(*argv: str, **options: object) -> asyncio.subprocess.Process:
+        started.append("child")
+        await release.wait()
+        return await asyncio.create_subprocess_exec(*argv, **options)  # type: ignore[arg-type]
+
+    extractor = Extractor(ExtractLimits(concurrent=4, per_chat=2), spawn=held)
+    page = Page("https://example.test/", "text/html", "utf-8", b"<html><body><p>" + b"word " * 50 + b"</p></body></html>")
+    greedy = [asyncio.create_task(extractor.readable_text(page, "telegram:1")) for _ in range(5)]
+    await eventually(lambda: len(started) == 2)
+    other = asyncio.create_task(extractor.readable_text(page, "telegram:2"))
+    await eventually(lambda: len(started) == 3)  # another chat's document starts at once, beside the first two
+    release.set()
+    assert all("word" in t for t in await asyncio.gather(*greedy, other))

@@ -55,7 +55,7 @@ class WebFetch(Tool[FetchArgs]):
     async def run(self, args: FetchArgs, ctx: ToolContext) -> ToolResult:
         try:
             page = await self._fetcher.fetch(args.url)
-            text = await self._extractor.readable_text(page)
+            text = await self._extractor.readable_text(page, ctx.chat)
         except AddressRefused as exc:
             return ToolResult.error(f"refused {args.url[:200]!r}: {exc}")
         except FetchFailed as exc:

@@ -40,6 +40,8 @@ class ExtractLimits:
     max_chars: int = 100_000
     # Children at once across every chat: each may use `memory_bytes`; later documents wait their turn.
     concurrent: int = 4
+    # Children at once for one chat: one user's heavy documents queue behind each other, not everyone's.
+    per_chat: int = 2
 
 
 class Extractor:
@@ -49,14 +51,15 @@ class Extractor:
         self.limits = limits or ExtractLimits()
         self._spawn = spawn
         self._slots = asyncio.Semaphore(self.limits.concurrent)
+        self._chats: dict[str, asyncio.Semaphore] = {}
 
-    async def readable_text(self, page: Page) -> str:
+    async def readable_text(self, page: Page, chat: str = "") -> str:
         """The page's text; FetchFailed when its kind is unsupported, it is too costly to read, or nothing is in it."""
         kind = page.content_type or _sniff(page.body)
         if kind in _HTML:
-            text = await self._in_child("html", page)
+            text = await self._in_child("html", page, chat)
         elif kind == "application/pdf":
-            text = await self._in_child("pdf", page)
+            text = await self._in_child("pdf", page, chat)
             if not text.strip():
                 raise FetchFailed(f"{page.url} is a PDF without a text layer (scanned pages?); web_fetch reads only text")
         elif kind.startswith("text/") or kind in _TEXT:
@@ -67,11 +70,12 @@ class Extractor:
             raise FetchFailed(f"{page.url} has no readable text")
         return text.strip()
 
-    async def _in_child(self, kind: str, page: Page) -> str:
+    async def _in_child(self, kind: str, page: Page, chat: str) -> str:
         """Run the worker on the page's body; its text, or FetchFailed saying which limit it crossed."""
         limits = self.limits
         what = "PDF" if kind == "pdf" else "page"
-        async with self._slots:
+        mine = self._chats.setdefault(chat, asyncio.Semaphore(limits.per_chat))
+        async with mine, self._slots:
             proc = await self._spawn(
                 # -P: the working directory is not put on the child's import path.
                 sys.executable, "-P", "-m", _WORKER, kind,
