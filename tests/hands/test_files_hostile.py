@@ -134,7 +134,9 @@ async def test_a_pattern_that_would_unroll_into_millions_of_steps_is_refused_bef
     registry, make_ctx, monkeypatch, pattern
 ):
     compiled: list[str] = []
-    monkeypatch.setattr(files.regex, "compile", lambda p, *a, **k: compiled.append(p))
+    import regex  # type: ignore[import-untyped]
+
+    monkeypatch.setattr(regex, "compile", lambda p, *a, **k: compiled.append(p))
     ctx = make_ctx()
     (workspace_for(ctx.data_dir, ctx.chat) / "a.txt").write_text("a" * 100)
     result = await registry.execute("search_files", {"pattern": pattern}, ctx)

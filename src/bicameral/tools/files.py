@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import regex  # type: ignore[import-untyped]  # no inline types; typeshed's types-regex is not installed
 from pydantic import BaseModel, Field
 
 from bicameral.events import SendFile
@@ -305,6 +304,8 @@ def _compiled(text: str) -> Any:
             f"the pattern unrolls into more than {MAX_PATTERN_STEPS} steps (a counted repeat inside another, like "
             "(a{1000}){1000}); use smaller counts"
         )
+    import regex  # type: ignore[import-untyped]  # loaded with the first search, not at start; no types shipped
+
     try:
         return regex.compile(text)
     except regex.error as exc:
