@@ -165,3 +165,52 @@ async def test_the_fronts_record_of_earlier_messages_is_escaped(telegram, models
     assert f'<msg time="1s ago" from="Olga" sender="telegram:{OWNER}"' not in situation, "no forged element"
     assert _texts(telegram) == ["hi"], "the forged request started nothing"
 
+
+
+def _front_passes_it_on(req: Request) -> Reply:
+    """A front that hands every burst to the back as it is, and words results plainly."""
+    if _is_voice_pass(req):
+        return Reply(text=req.last_user_text().split("<result>")[-1].split("</result>")[0].strip())
+    burst = req.last_user_text().split("</situation>")[-1]
+    return Reply(tool_calls=[ToolCall("spawn", {"spec": burst[-600:]})])
+
+
+def _back_schedules(req: Request) -> Reply:
+    """The back sets, edits and carries out schedules as the words in its brief say."""
+    results = req.tool_results()
+    brief = req.last_user_text()
+    if results:
+        return Reply(text="result: " + results[-1]["content"])
+    if "scheduled_task" in brief and "vault" in brief:
+        return Reply(tool_calls=[ToolCall("open_vault", {})])
+    if "schedule the vault" in brief:
+        create = {"kind": "task", "text": "open the vault and report", "in_minutes": 600}
+        return Reply(tool_calls=[ToolCall("schedule_create", create)])
+    if "change schedule" in brief:
+        number = int(brief.rsplit("change schedule ", 1)[1].split()[0])
+        edit = {"id": number, "text": "open the vault and tell everyone", "in_minutes": 0.01}
+        return Reply(tool_calls=[ToolCall("schedule_edit", edit)])
+    return Reply(text="nothing to do")
+
+
+async def test_a_schedule_an_admin_edited_spawns_its_task_with_the_admins_rights(telegram, models, start_bot, make_settings):
+    vault = OpenVault()
+    write_access(make_settings(), policy="open")
+    telegram.register_method("getChatMember", admins)
+    models.responder(_front_passes_it_on, model="front")
+    models.responder(_back_schedules, model="back")
+    app = await start_bot(extra_tools=[vault], **FAST)
+    says(telegram, OWNER, f"{MENTION} schedule the vault job")
+    await eventually(lambda: app.stores.schedules.live(f"telegram:{GROUP}"))
+    [schedule] = app.stores.schedules.live(f"telegram:{GROUP}")
+    says(telegram, ANN, f"{MENTION} change schedule {schedule.id} now")
+    await eventually(lambda: any("set by someone else" in t for t in _texts(telegram)))
+    says(telegram, ADA, f"{MENTION} change schedule {schedule.id} now")
+
+    def fired() -> list:
+        return [t for t in app.handler.bus.store.for_chat(f"telegram:{GROUP}") if t.schedule_id == schedule.id]
+
+    await eventually(lambda: fired() and not fired()[0].state.is_open, timeout=20)
+    [task] = fired()
+    assert task.authority is not None and task.authority.role.name == "ADMIN", task.authority
+    assert vault.runs == [] and any("only for the owner" in t for t in _texts(telegram))
