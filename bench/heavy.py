@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from ipaddress import ip_address, ip_network
+from ipaddress import ip_network
 from pathlib import Path
 
 import psutil
@@ -18,11 +16,12 @@ import psutil
 from bench.harness import TimedTelegram, bench_settings, fakes, file_logging, open_access, tag, tag_of, wait_until
 from bench.load import warm_up
 from bench.report import Figure
+from bench.tools import loopback, serving
 from bicameral.app import App
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.config import Settings
 from bicameral.tools.web import WebFetch
-from bicameral.web.address import AddressPolicy, IPAddress
+from bicameral.web.address import AddressPolicy
 from bicameral.web.extract import ExtractLimits, Extractor
 from bicameral.web.fetch import WebFetcher
 from tests.fakes.model_server import Reply, Request, ToolCall
@@ -74,39 +73,6 @@ def _counted(outcomes: list[str]) -> list[tuple[str, int]]:
     return [(kind, kinds.count(kind)) for kind in dict.fromkeys(kinds)]
 
 
-@contextmanager
-def _serving(body: bytes) -> Iterator[int]:
-    """A local HTTP server answering every GET with the PDF; yields its port."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/pdf")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-async def _loopback(host: str, port: int) -> list[IPAddress]:
-    return [ip_address("127.0.0.1")]
-
-
 def _scripted(url: str) -> Callable[[Request], Reply]:
     """The one model: a heavy user's request becomes a web_fetch of the PDF; anything else is answered at once."""
 
@@ -126,7 +92,7 @@ def _scripted(url: str) -> Callable[[Request], Reply]:
 @asynccontextmanager
 async def _app(settings: Settings, limits: ExtractLimits) -> AsyncIterator[App]:
     """The real assistant, its web_fetch allowed to reach the local server (the bench's own allowance)."""
-    fetcher = WebFetcher(policy=AddressPolicy(allowed=(ip_network("127.0.0.1/32"),)), resolve=_loopback)
+    fetcher = WebFetcher(policy=AddressPolicy(allowed=(ip_network("127.0.0.1/32"),)), resolve=loopback)
     with file_logging(settings):
         app = App(settings, [TelegramChannel(settings)], extra_tools=[WebFetch(fetcher, Extractor(limits))])
         await app.start()
@@ -172,7 +138,11 @@ async def run_heavy(samples: int = SAMPLES, limits: ExtractLimits | None = None)
     """Plain messages alone, then while HEAVY_USERS others each web_fetch the heavy PDF; `limits`: the shipped ones."""
     document = heavy_pdf()
     result = HeavyResult(pdf_bytes=len(document), limits=limits or ExtractLimits())
-    with fakes() as (telegram, models), tempfile.TemporaryDirectory(prefix="bench-heavy-") as tmp, _serving(document) as port:
+    with (
+        fakes() as (telegram, models),
+        tempfile.TemporaryDirectory(prefix="bench-heavy-") as tmp,
+        serving(document, "application/pdf") as port,
+    ):
         url = f"http://reports.test:{port}/report.pdf"
         models.responder(_scripted(url))
         settings = bench_settings(Path(tmp), telegram, models, "single")

@@ -73,8 +73,8 @@ async def _ok(action: Action) -> ActionResult:
 
 
 @contextmanager
-def _local_page() -> Iterator[int]:
-    """A local HTTP server answering every GET with the same article; yields its port."""
+def serving(body: bytes, content_type: str) -> Iterator[int]:
+    """A local HTTP server answering every GET with `body`; yields its port."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -86,10 +86,10 @@ def _local_page() -> Iterator[int]:
 
         def do_GET(self) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(_PAGE)))
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(_PAGE)
+            self.wfile.write(body)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
@@ -102,7 +102,8 @@ def _local_page() -> Iterator[int]:
         server.server_close()
 
 
-async def _loopback(host: str, port: int) -> list[IPAddress]:
+async def loopback(host: str, port: int) -> list[IPAddress]:
+    """Every name resolves to 127.0.0.1: the bench's local page stands in for the web."""
     return [ip_address("127.0.0.1")]
 
 
@@ -130,10 +131,10 @@ async def _sandbox(result: ToolsResult, runs: int, chats: int, data_dir: Path) -
 
 async def _fetch(result: ToolsResult, fetches: int, data_dir: Path) -> None:
     # The bench's own allowance: the fetcher may reach this loopback server, as the tests' local site does.
-    fetcher = WebFetcher(policy=AddressPolicy(allowed=(ip_network("127.0.0.1/32"),)), resolve=_loopback)
+    fetcher = WebFetcher(policy=AddressPolicy(allowed=(ip_network("127.0.0.1/32"),)), resolve=loopback)
     registry = ToolRegistry([WebFetch(fetcher)], timeout=60)
     ctx = ToolContext(chat="bench:web", turn_id="t", data_dir=data_dir, perform=_ok)
-    with _local_page() as port:
+    with serving(_PAGE, "text/html; charset=utf-8") as port:
         url = f"http://bench.test:{port}/page.html"
         await registry.execute("web_fetch", {"url": url}, ctx)  # warm-up: trafilatura loads on the first page
         for _ in range(fetches):

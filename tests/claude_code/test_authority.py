@@ -27,7 +27,7 @@ from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access
 from tests.support.chat import eventually
-from tests.support.group import ADA, ANN, BEN, GROUP, MENTION, HoldOn, OpenVault, admins, says
+from tests.support.group import ADA, ANN, BEN, GROUP, MENTION, STEER, HoldOn, OpenVault, admins, says, voice_pass
 
 pytestmark = pytest.mark.slow
 VAULT = "mcp__bicameral__open_vault"
@@ -134,19 +134,12 @@ async def test_a_message_sent_into_the_owners_running_turn_waits_for_its_own(tel
 # --- two chambers: the CLI as the back ---
 
 FAST = dict(mode="bicameral", front_model="openai:front", delivery_pause_scale=0, debounce_ms=0, task_retry_delay_seconds=0)
-STEER = [
-    ToolCall("append", {"task": "vault", "context": "also mail the gold to Ann"}),
-    ToolCall("redirect", {"task": "vault", "spec": "mail the gold to Ann"}),
-    ToolCall("branch", {"task": "vault", "spec": "mail the gold to Ann", "label": "ann's copy"}),
-    ToolCall("status", {"task": "vault"}),
-    ToolCall("cancel", {"task": "vault"}),
-]
 
 
 def _front(req: Request) -> Reply:
     """The front does what the newest words say; its voice pass passes the result on as it is."""
-    if "Rephrase the text" in req.system or "Rewrite its result" in req.system:
-        return Reply(text=req.last_user_text().split("<result>")[-1].split("</result>")[0].strip())
+    if (voiced := voice_pass(req)) is not None:
+        return voiced
     burst = req.last_user_text().split("</situation>")[-1]
     if "start the vault job" in burst:
         spawn = ToolCall("spawn", {"spec": "Open the vault and report what is in it.", "label": "vault"})

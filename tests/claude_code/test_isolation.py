@@ -39,8 +39,8 @@ async def test_a_friend_s_chat_gets_neither_the_owner_s_tool_groups_nor_a_way_to
     telegram.user_sends(FRIEND, "hi, I'm a friend", user_id=FRIEND, first_name="Bob")
     await telegram.await_sent(FRIEND, 1, timeout=40)
 
-    friend_requests = [r for r in main_requests(models) if "private chat with Bob" in r.system]
-    owner_requests = [r for r in main_requests(models) if "private chat with Bob" not in r.system]
+    friend_requests = [r for r in main_requests(models) if 'private chat with "Bob"' in r.system]
+    owner_requests = [r for r in main_requests(models) if 'private chat with "Bob"' not in r.system]
     assert friend_requests and owner_requests
     assert {"Bash", "Read"} <= set(owner_requests[0].tool_names)  # the owner unlocked them for themself
     for request in friend_requests:

@@ -11,26 +11,15 @@ from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access
 from tests.support.chat import eventually
-from tests.support.group import ADA, ANN, GROUP, MENTION, HoldOn, OpenVault, admins, says
+from tests.support.group import ADA, ANN, GROUP, MENTION, STEER, HoldOn, OpenVault, admins, says, voice_pass
 
 FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=0, task_retry_delay_seconds=0)
-STEER = [
-    ToolCall("append", {"task": "vault", "context": "also mail the gold to Ann"}),
-    ToolCall("redirect", {"task": "vault", "spec": "mail the gold to Ann"}),
-    ToolCall("branch", {"task": "vault", "spec": "mail the gold to Ann", "label": "ann's copy"}),
-    ToolCall("status", {"task": "vault"}),
-    ToolCall("cancel", {"task": "vault"}),
-]
-
-
-def _is_voice_pass(req: Request) -> bool:
-    return "Rephrase the text" in req.system or "Rewrite its result" in req.system
 
 
 def _front(req: Request) -> Reply:
     """The front does what the newest words say."""
-    if _is_voice_pass(req):
-        return Reply(text=req.last_user_text().split("<result>")[-1].split("</result>")[0].strip())
+    if (voiced := voice_pass(req)) is not None:
+        return voiced
     burst = req.last_user_text().split("</situation>")[-1]
     if "start the vault job" in burst:
         spawn = ToolCall("spawn", {"spec": "Open the vault and report what is in it.", "label": "vault"})
@@ -169,8 +158,8 @@ async def test_the_fronts_record_of_earlier_messages_is_escaped(telegram, models
 
 def _front_passes_it_on(req: Request) -> Reply:
     """A front that hands every burst to the back as it is, and words results plainly."""
-    if _is_voice_pass(req):
-        return Reply(text=req.last_user_text().split("<result>")[-1].split("</result>")[0].strip())
+    if (voiced := voice_pass(req)) is not None:
+        return voiced
     burst = req.last_user_text().split("</situation>")[-1]
     return Reply(tool_calls=[ToolCall("spawn", {"spec": burst[-600:]})])
 

@@ -7,6 +7,7 @@ import threading
 
 from bicameral import threads
 from bicameral.threads import PER_CHAT, in_tool_thread
+from tests.support.chat import eventually
 
 
 def _blocked(started: list[str], release: threading.Event, name: str) -> str:
@@ -23,8 +24,7 @@ async def test_a_chat_flooding_the_tool_threads_leaves_turns_and_other_chats_the
         # The default pool (what turns use for slow memory lookups) answers at once.
         assert await asyncio.wait_for(asyncio.to_thread(lambda: "turn"), 5) == "turn"
         other = asyncio.create_task(in_tool_thread("telegram:2", _blocked, started, release, "b"))
-        while "b" not in started:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: "b" in started)
         assert sum(name.startswith("a") for name in started) == PER_CHAT, "one chat holds at most its share"
     finally:
         release.set()
@@ -36,8 +36,7 @@ async def test_a_call_given_up_on_keeps_its_slot_until_the_work_really_ends():
     release = threading.Event()
     started: list[str] = []
     waiting = [asyncio.create_task(in_tool_thread("telegram:3", _blocked, started, release, f"w{i}")) for i in range(PER_CHAT)]
-    while len(started) < PER_CHAT:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(started) == PER_CHAT)
     for task in waiting:
         task.cancel()  # a tool timeout: the caller stops waiting, the thread does not stop
     await asyncio.gather(*waiting, return_exceptions=True)
