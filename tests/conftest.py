@@ -69,3 +69,21 @@ async def start_bot(make_settings):
     yield start
     for app in apps:
         await app.stop()
+
+
+@pytest.fixture(autouse=True)
+async def _warm_readers_closed(monkeypatch):
+    """Readers a test's extractors kept warm are stopped before its event loop closes (the app does so at stop)."""
+    from bicameral.web.extract import Extractor
+
+    made: list[Extractor] = []
+    setup = Extractor.__init__
+
+    def recorded(self: Extractor, *args, **kwargs) -> None:
+        setup(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Extractor, "__init__", recorded)
+    yield
+    for extractor in made:
+        await extractor.aclose()

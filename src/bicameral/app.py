@@ -292,6 +292,8 @@ class App:
             await self.conversation.close()
         if hasattr(self, "handler"):
             await self.handler.stop()
+        if hasattr(self, "registry"):
+            await self.registry.aclose()
         if hasattr(self, "outbox"):
             await self.outbox.stop()
         for model in self._built_models:

@@ -86,3 +86,6 @@ class Tool(Generic[ArgsT]):
 
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Release what the tool keeps between calls (child processes, connections); called once at shutdown."""

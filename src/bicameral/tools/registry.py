@@ -69,6 +69,14 @@ class ToolRegistry:
     def discover(cls, **kwargs: Any) -> ToolRegistry:
         return cls(discover_tools(), **kwargs)
 
+    async def aclose(self) -> None:
+        """Let every tool release what it keeps (at shutdown); one that fails to is logged, the rest still close."""
+        for tool in self._tools.values():
+            try:
+                await tool.aclose()
+            except Exception:
+                log.exception("tool %s did not close cleanly", tool.name)
+
     def names(self) -> list[str]:
         return sorted(self._tools)
 

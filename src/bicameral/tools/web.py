@@ -62,6 +62,9 @@ class WebFetch(Tool[FetchArgs]):
             return ToolResult.error(str(exc))
         return ToolResult(untrusted(page.url, text))
 
+    async def aclose(self) -> None:
+        await self._extractor.aclose()
+
 
 class WebSearch(Tool[SearchArgs]):
     name = "web_search"

@@ -1,4 +1,4 @@
-"""Readable text of a fetched page: HTML and PDF read in a limited child process that dies with the call; text as is."""
+"""Readable text of a fetched page: HTML and PDF read by limited child processes, kept warm, killed on trouble; text as is."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ _TEXT = frozenset({"application/json", "application/xml", "application/javascrip
 _WORKER = "bicameral.web.extract_worker"
 # The source tree this module was loaded from: the child runs the same code, whatever else is installed.
 _SOURCE = str(Path(__file__).resolve().parents[2])
-_STDERR_BYTES = 2000
 # How a child stopped by its own limits ends: SIGXCPU at the soft CPU limit, SIGKILL at the hard one.
 _OUT_OF_TIME = frozenset({-signal.SIGXCPU, -signal.SIGKILL})
 
@@ -42,6 +41,9 @@ class ExtractLimits:
     concurrent: int = 4
     # Children at once for one chat: one user's heavy documents queue behind each other, not everyone's.
     per_chat: int = 2
+    # Readers kept warm between documents (importing the parsers costs ~0.5 s of CPU), and for how long.
+    warm: int = 2
+    idle_seconds: float = 120.0
 
 
 class Extractor:
@@ -52,6 +54,8 @@ class Extractor:
         self._spawn = spawn
         self._slots = asyncio.Semaphore(self.limits.concurrent)
         self._chats: dict[str, asyncio.Semaphore] = {}
+        self._idle: list[_Reader] = []
+        self._retiring: set[asyncio.Future[int | None]] = set()
 
     async def readable_text(self, page: Page, chat: str = "") -> str:
         """The page's text; FetchFailed when its kind is unsupported, it is too costly to read, or nothing is in it."""
@@ -70,41 +74,87 @@ class Extractor:
             raise FetchFailed(f"{page.url} has no readable text")
         return text.strip()
 
+    async def aclose(self) -> None:
+        """Stop the warm readers (at shutdown); a reader at work is stopped by its caller's cancellation."""
+        idle, self._idle = self._idle, []
+        for reader in idle:
+            reader.forget_idle()
+        await asyncio.gather(*(_reap(reader.proc) for reader in idle), *self._retiring)
+
     async def _in_child(self, kind: str, page: Page, chat: str) -> str:
-        """Run the worker on the page's body; its text, or FetchFailed saying which limit it crossed."""
+        """Have a reader read the page's body; its text, or FetchFailed saying which limit it crossed."""
         limits = self.limits
         what = "PDF" if kind == "pdf" else "page"
         mine = self._chats.setdefault(chat, asyncio.Semaphore(limits.per_chat))
         async with mine, self._slots:
-            proc = await self._spawn(
-                # -P: the working directory is not put on the child's import path.
-                sys.executable, "-P", "-m", _WORKER, kind,
-                f"--cpu-seconds={limits.cpu_seconds}", f"--memory-bytes={limits.memory_bytes}",
-                f"--max-pages={limits.max_pages}", f"--max-chars={limits.max_chars}",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env={**child_process_env(), "PYTHONPATH": _SOURCE},
-            )
+            reader = await self._reader()
+            status, payload, keep = "", b"", False
             try:
                 async with asyncio.timeout(limits.wall_seconds):
-                    out, err, overflow = await _exchange(proc, page.body, limits.max_chars * 4)
-                    code = await proc.wait()
+                    status, payload = await reader.read(kind, page.body, limits.max_chars * 4)
+                keep = status != "oom"
             except TimeoutError:
                 raise FetchFailed(self._too_long(page.url, what)) from None
+            except _TooMuchText:
+                raise FetchFailed(f"{page.url} gave more text than the {limits.max_chars:,}-character limit; not read") from None
+            except _Gone:
+                code = await _reap(reader.proc)
+                if code in _OUT_OF_TIME:
+                    raise FetchFailed(self._too_long(page.url, what)) from None
+                if code == extract_worker.OUT_OF_MEMORY:
+                    raise FetchFailed(self._too_large(page.url)) from None
+                log.warning("reading %s: the reader ended (exit status %s)", page.url, code)
+                raise FetchFailed(f"{page.url} is a {what} that could not be read") from None
             finally:
-                # Cancelled, timed out or done: the child must not outlive the call.
-                await _reap(proc)
-        if overflow:
-            raise FetchFailed(f"{page.url} gave more text than the {limits.max_chars:,}-character limit; not read")
-        if code in _OUT_OF_TIME:
-            raise FetchFailed(self._too_long(page.url, what))
-        if code == extract_worker.OUT_OF_MEMORY:
-            raise FetchFailed(f"{page.url} is too large to read: it needed more than {limits.memory_bytes >> 20} MiB")
-        if code != 0:
-            log.warning("reading %s failed (exit status %s): %s", page.url, code, err.strip())
+                # Cancelled, timed out, or gone: a reader never outlives trouble; one that answered stays warm.
+                if keep:
+                    self._keep(reader)
+                else:
+                    await _reap(reader.proc)
+        if status == "oom":
+            raise FetchFailed(self._too_large(page.url))
+        if status != "ok":
+            log.warning("reading %s failed: %s", page.url, payload.decode("utf-8", "replace"))
             raise FetchFailed(f"{page.url} is a {what} that could not be read")
-        return out
+        return payload.decode("utf-8", "replace")
+
+    async def _reader(self) -> _Reader:
+        """A warm reader if one waits, else a new child limited as `limits` says."""
+        if self._idle:
+            reader = self._idle.pop()
+            reader.forget_idle()
+            return reader
+        limits = self.limits
+        proc = await self._spawn(
+            # -P: the working directory is not put on the child's import path.
+            sys.executable, "-P", "-m", _WORKER,
+            f"--cpu-seconds={limits.cpu_seconds}", f"--memory-bytes={limits.memory_bytes}",
+            f"--max-pages={limits.max_pages}", f"--max-chars={limits.max_chars}",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={**child_process_env(), "PYTHONPATH": _SOURCE},
+        )
+        return _Reader(proc)
+
+    def _keep(self, reader: _Reader) -> None:
+        """Keep a reader warm for the next document, for a while; beyond `warm` of them, let it go."""
+        if len(self._idle) >= self.limits.warm:
+            self._retire(reader)
+            return
+        self._idle.append(reader)
+        reader.idle = asyncio.get_running_loop().call_later(self.limits.idle_seconds, self._expire, reader)
+
+    def _expire(self, reader: _Reader) -> None:
+        if reader in self._idle:
+            self._idle.remove(reader)
+            self._retire(reader)
+
+    def _retire(self, reader: _Reader) -> None:
+        reader.forget_idle()
+        task = asyncio.ensure_future(_reap(reader.proc))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     def _too_long(self, url: str, what: str) -> str:
         limits = self.limits
@@ -113,44 +163,55 @@ class Extractor:
             f"or {limits.wall_seconds:g} s in all (too large or too complex); not read"
         )
 
-
-async def _exchange(proc: asyncio.subprocess.Process, body: bytes, max_out: int) -> tuple[str, str, bool]:
-    """Write `body` to the child's stdin while reading its stdout and stderr, each bounded; (text, stderr, overflowed)."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-
-    async def feed() -> None:
-        assert proc.stdin is not None
-        # A child that died early (a limit, a crash) closed its end; its exit status says why.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(body)
-            await proc.stdin.drain()
-            proc.stdin.close()
-
-    _, (out, out_overflow), (err, _) = await asyncio.gather(
-        feed(), _bounded(proc.stdout, max_out), _bounded(proc.stderr, _STDERR_BYTES)
-    )
-    return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), out_overflow
+    def _too_large(self, url: str) -> str:
+        return f"{url} is too large to read: it needed more than {self.limits.memory_bytes >> 20} MiB"
 
 
-async def _bounded(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
-    """The stream until its end, keeping at most `limit` bytes; whether more came."""
-    kept = bytearray()
-    overflow = False
-    while chunk := await stream.read(65536):
-        room = limit - len(kept)
-        if len(chunk) > room:
-            overflow = True
-        kept += chunk[: max(room, 0)]
-    return bytes(kept), overflow
+class _Gone(Exception):
+    """The reader ended mid-document (a limit's signal, a crash): its exit status says why."""
 
 
-async def _reap(proc: asyncio.subprocess.Process) -> None:
-    """Kill the child if it still runs and wait for it, even while the caller is being cancelled."""
+class _TooMuchText(Exception):
+    """The reader answered with more than the parent takes."""
+
+
+class _Reader:
+    """One warm child: one document at a time (see extract_worker for the framing)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.idle: asyncio.TimerHandle | None = None
+
+    def forget_idle(self) -> None:
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
+
+    async def read(self, kind: str, body: bytes, max_out: int) -> tuple[str, bytes]:
+        """Send one document and read the answer: (status, payload)."""
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            stdin.write(f"{kind} {len(body)}\n".encode("ascii") + body)
+            await stdin.drain()
+            head = (await stdout.readline()).split()
+            if len(head) != 2 or not head[1].isdigit():
+                raise _Gone
+            if int(head[1]) > max_out:
+                raise _TooMuchText
+            return head[0].decode("ascii", "replace"), await stdout.readexactly(int(head[1]))
+        except (BrokenPipeError, ConnectionResetError, asyncio.IncompleteReadError):
+            raise _Gone from None
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> int | None:
+    """Kill the child if it still runs and wait for it, even while the caller is being cancelled; its exit status."""
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
     with contextlib.suppress(ProcessLookupError, TimeoutError):
         await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=10)
+    return proc.returncode
 
 
 def _sniff(body: bytes) -> str:
