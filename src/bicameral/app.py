@@ -18,10 +18,8 @@ from bicameral.agent.subagent import SubAgentRunner, restricted_tools
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
-from bicameral.conversation.lanes import Conversation
-from bicameral.conversation.outbox import Outbox
-from bicameral.conversation.router import ActionRouter
-from bicameral.conversation.turn import TurnHandler
+from bicameral.delivery.outbox import Outbox
+from bicameral.delivery.router import ActionRouter
 from bicameral.errors import ConfigError
 from bicameral.events import SendText, chat_key
 from bicameral.failures import failure_sentence
@@ -46,6 +44,8 @@ from bicameral.tools.registry import ToolRegistry, discover_tools
 from bicameral.tools.shell import RunCommand
 from bicameral.tools.subagent import SubAgent
 from bicameral.tools.web import WebFetch, WebSearch
+from bicameral.turns.lanes import Conversation
+from bicameral.turns.turn import TurnHandler
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from bicameral.claude_code.spec import MCP_SERVER_NAME
 from bicameral.claude_code.workspace import token_dir
-from bicameral.conversation.lanes import Conversation
 from bicameral.tasks.task import TaskState
+from bicameral.turns.lanes import Conversation
 from tests.claude_code.conftest import MODEL, SEND, cc_overrides, main_requests, routed
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from bicameral.conversation.lanes import Conversation
 from bicameral.tools.reminders import NOT_YOURS
+from bicameral.turns.lanes import Conversation
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bicameral.config import Settings
-from bicameral.conversation.router import ActionRouter
+from bicameral.delivery.router import ActionRouter
 from bicameral.events import AttachmentRef, Inbound, Sender
 from bicameral.gate.access import AccessConfig, AccessPolicy
 from bicameral.gate.gate import Gate

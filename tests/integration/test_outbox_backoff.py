@@ -6,8 +6,8 @@ import asyncio
 import time
 from pathlib import Path
 
-from bicameral.conversation.outbox import Outbox
-from bicameral.conversation.router import ActionRouter
+from bicameral.delivery.outbox import Outbox
+from bicameral.delivery.router import ActionRouter
 from bicameral.events import Action, ActionResult, SendText
 from bicameral.store.db import Database
 from bicameral.store.messages import MessageStore

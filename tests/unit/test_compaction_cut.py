@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bicameral.conversation.compaction import safe_cut
+from bicameral.context.compaction import safe_cut
 from bicameral.models.base import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 

@@ -18,7 +18,8 @@ LAYERS: list[set[str]] = [
     {"types", "backoff", "observe", "prompts", "failures", "markup", "transport", "text", "threads"},
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
-    {"mcp", "agent", "tasks", "conversation", "scheduler"},  # the machinery every mode shares
+    {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)
+    {"mcp", "agent", "tasks", "turns", "scheduler"},  # the machinery every mode shares
     {"gate", "front", "back", "single", "claude_code"},  # the intake and the chambers
     {"app", "doctor"},  # wiring
     {"cli"},  # the command line

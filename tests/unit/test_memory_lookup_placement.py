@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bicameral.conversation.memory import prompt_note
+from bicameral.context.memory import prompt_note
 from bicameral.store import Stores
 from bicameral.store.memory_scopes import reach_for
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bicameral.conversation.progress import ProgressNote
+from bicameral.delivery.progress import ProgressNote
 from bicameral.events import Action, ActionResult, DeleteMessage, EditText, SendText
 
 CHAT = "telegram:1"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bicameral.conversation.turn import Turn
 from bicameral.events import ActionResult, Inbound, Sender
+from bicameral.turns.turn import Turn
 
 GROUP = "telegram:-100470"
 

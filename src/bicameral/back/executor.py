@@ -6,9 +6,9 @@ from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
-from bicameral.conversation.compaction import Compactor
-from bicameral.conversation.extraction import FactExtractor
-from bicameral.conversation.memory import prompt_note, task_reach
+from bicameral.context.compaction import Compactor
+from bicameral.context.extraction import FactExtractor
+from bicameral.context.memory import prompt_note, task_reach
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing

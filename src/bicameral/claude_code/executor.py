@@ -10,7 +10,7 @@ from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
-from bicameral.conversation.memory import prompt_note, task_reach
+from bicameral.context.memory import prompt_note, task_reach
 from bicameral.events import TRUSTED_CHANNELS, chat_key
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer

@@ -26,10 +26,9 @@ from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
 from bicameral.config import Settings, child_process_env
-from bicameral.conversation.envelope import content_blocks
-from bicameral.conversation.memory import burst_text, prompt_note
-from bicameral.conversation.progress import ProgressNote
-from bicameral.conversation.turn import Turn
+from bicameral.context.envelope import content_blocks
+from bicameral.context.memory import burst_text, prompt_note
+from bicameral.delivery.progress import ProgressNote
 from bicameral.errors import ConfigError
 from bicameral.events import Authority, Inbound, SendText, chat_key
 from bicameral.markup import quoteattr
@@ -44,6 +43,7 @@ from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
+from bicameral.turns.turn import Turn
 from bicameral.types import Perform
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, ValidationError
 
-from bicameral.conversation.envelope import envelope
-from bicameral.conversation.turn import Turn
+from bicameral.context.envelope import envelope
 from bicameral.events import Attachment, React
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import describe_status
@@ -22,6 +21,7 @@ from bicameral.tasks.task import Task
 from bicameral.text import NestedTooDeep, normalize_data
 from bicameral.tools.base import ToolContext
 from bicameral.tools.memory import Forget, ForgetArgs, Remember, RememberArgs
+from bicameral.turns.turn import Turn
 
 log = logging.getLogger(__name__)
 _MAX_DEPTH = 4  # no action takes more than a flat object

@@ -14,11 +14,10 @@ from typing import Any
 from bicameral import prompts
 from bicameral.agent.failures import describe_model_error
 from bicameral.config import Settings
-from bicameral.conversation.envelope import content_blocks
-from bicameral.conversation.extraction import FactExtractor
-from bicameral.conversation.memory import memory_blocks
-from bicameral.conversation.outbox import Outbox
-from bicameral.conversation.turn import Turn
+from bicameral.context.envelope import content_blocks
+from bicameral.context.extraction import FactExtractor
+from bicameral.context.memory import memory_blocks
+from bicameral.delivery.outbox import Outbox
 from bicameral.events import Authority, SendFile, chat_key, sender_role
 from bicameral.failures import failure_sentence
 from bicameral.front.actions import FrontActions, front_tool_specs
@@ -32,6 +31,7 @@ from bicameral.store import Stores
 from bicameral.tasks.bus import Executor, TaskBus, owned_by
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import NOTHING_TO_REPORT, EventKind, Task, TaskEvent, TaskState
+from bicameral.turns.turn import Turn
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
-from bicameral.conversation.outbox import Outbox
+from bicameral.delivery.outbox import Outbox
 from bicameral.events import SendFile, SendText, Typing
 from bicameral.models.base import Message, Model, ModelError, complete
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TypeVar
 
 from bicameral.config import Settings
-from bicameral.conversation.router import ActionRouter
+from bicameral.delivery.router import ActionRouter
 from bicameral.events import Inbound, SendText, chat_key, is_owner, split_chat_key
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.digest import refused_digest

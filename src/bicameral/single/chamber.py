@@ -10,17 +10,17 @@ from bicameral.agent.failures import describe_model_error, describe_stop
 from bicameral.agent.runner import NativeRunner, RunResult
 from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
-from bicameral.conversation.compaction import Compactor
-from bicameral.conversation.envelope import content_blocks, envelope
-from bicameral.conversation.extraction import FactExtractor
-from bicameral.conversation.memory import memory_blocks, without_memory
-from bicameral.conversation.progress import ProgressNote
-from bicameral.conversation.turn import Turn
+from bicameral.context.compaction import Compactor
+from bicameral.context.envelope import content_blocks, envelope
+from bicameral.context.extraction import FactExtractor
+from bicameral.context.memory import memory_blocks, without_memory
+from bicameral.delivery.progress import ProgressNote
 from bicameral.events import Authority, SendText
 from bicameral.markup import quoteattr
 from bicameral.models.base import MESSAGES, Message, ToolCall
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
+from bicameral.turns.turn import Turn
 from bicameral.types import Sleep
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Memory in the conversation: standing instructions and relevant facts for a model call, a task's reach, /memory, /forget."""
+"""Memory in a model call: standing instructions and relevant facts for the prompt, and a task's reach."""
 
 from __future__ import annotations
 
@@ -10,15 +10,13 @@ from bicameral.events import Authority, Inbound, is_owner, split_chat_key
 from bicameral.models.base import Message, TextBlock
 from bicameral.store import Stores
 from bicameral.store.memory import Memory
-from bicameral.store.memory_index import Fact
-from bicameral.store.memory_scopes import GLOBAL, Reach, reach_for
+from bicameral.store.memory_scopes import Reach, reach_for
 
 log = logging.getLogger(__name__)
 
 OPEN = "<memory>"
 CLOSE = "</memory>"
 RULES_OPEN = "<instructions>"
-_LIST_LIMIT = 50
 # A lookup this quick costs the loop less than a hop to a worker thread and back does.
 _INLINE_SECONDS = 0.002
 
@@ -122,9 +120,6 @@ def _is_note(block: object) -> bool:
     return isinstance(block, TextBlock) and block.text.startswith((OPEN, RULES_OPEN))
 
 
-# --- the /memory and /forget commands ---
-
-
 def command_reach(inbound: Inbound, *, personal: bool, owner: bool) -> Reach:
     """The reach of a command, as a turn from the same lane would have it."""
     return reach_for(
@@ -135,49 +130,3 @@ def command_reach(inbound: Inbound, *, personal: bool, owner: bool) -> Reach:
         own_lane=personal,
         owner=owner,
     )
-
-
-def listing_scopes(reach: Reach) -> tuple[str, ...]:
-    """What a command may show: in a group only the group's facts (private ones are not read out to everyone)."""
-    if reach.group:
-        return tuple(s for s in reach.readable if s != GLOBAL and not s.startswith("user:")) + ((GLOBAL,) if reach.owner else ())
-    return tuple(s for s in reach.readable if s != GLOBAL or reach.owner)
-
-
-def memory_command(stores: Stores, reach: Reach, argument: str) -> str:
-    """`/memory`: what is remembered here, with ids; `/memory stats`: how much, and any unreadable files."""
-    scopes = listing_scopes(reach)
-    if argument.strip().lower() == "stats":
-        stats = stores.memory.stats(reach.readable)
-        lines = [f"{reach.describe(s)}: {stats.counts.get(s, 0)} fact(s)" for s in reach.readable]
-        if reach.owner and stats.broken:
-            lines.append("Memory files I skipped (fix them and I read them again):")
-            lines += [f"- {path}: {error}" for path, error in stats.broken]
-        return "\n".join(lines)
-    facts = stores.memory.all(scopes, _LIST_LIMIT)
-    if not facts:
-        where = "this group" if reach.group else "you"
-        return f"I don't remember anything about {where} yet. Tell me something and ask me to remember it."
-    title = "What I remember in this group:" if reach.group else "What I remember about you:"
-    lines = [title, *(_line(f, reach) for f in facts)]
-    if reach.group and reach.person is not None:
-        lines.append("(Your private notes stay private: send /memory to me directly to see them.)")
-    lines.append("Forget one with /forget <id or words>.")
-    return "\n".join(lines)
-
-
-def forget_command(stores: Stores, reach: Reach, argument: str) -> str:
-    """`/forget <id or words>`: delete from the memory files and the index, and from this chat's session."""
-    what = argument.strip()
-    if not what:
-        return "Tell me what to forget: /forget <id or words> (see /memory for ids)."
-    scopes = tuple(s for s in listing_scopes(reach) if s in reach.forgettable)
-    gone = stores.memory.forget(what, scopes)
-    if not gone:
-        return f"I found nothing to forget matching “{what}”. See /memory for what I keep."
-    stores.sessions.scrub(reach.chat, [f.text for f in gone])
-    return "Forgotten:\n" + "\n".join(_line(f, reach) for f in gone)
-
-
-def _line(fact: Fact, reach: Reach) -> str:
-    return f"- [{fact.id}] {fact.text}" + ("" if fact.scope.startswith("user:") else f" ({reach.describe(fact.scope)})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 
-from bicameral.conversation.extraction import FactExtractor
+from bicameral.context.extraction import FactExtractor
 from bicameral.models.base import Block, Message, Model, ModelError, TextBlock, ToolResultBlock, ToolUseBlock, complete
 from bicameral.store.memory_scopes import Reach
 

@@ -11,10 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bicameral.config import Settings
-from bicameral.conversation.memory import command_reach, forget_command, memory_command
-from bicameral.conversation.outbox import Outbox
-from bicameral.conversation.schedules import reminders_command, timezone_command
-from bicameral.conversation.turn import Turn, TurnHandler
+from bicameral.context.memory import command_reach
+from bicameral.delivery.outbox import Outbox
 from bicameral.events import (
     Action,
     ActionResult,
@@ -32,6 +30,8 @@ from bicameral.events import (
 from bicameral.failures import failure_detail, failure_sentence
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
+from bicameral.turns.commands import forget_command, memory_command, reminders_command, timezone_command
+from bicameral.turns.turn import Turn, TurnHandler
 from bicameral.types import Sleep
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from bicameral.backoff import backoff_delay
-from bicameral.conversation.router import ActionRouter
+from bicameral.delivery.router import ActionRouter
 from bicameral.events import Action, ActionResult, SendFile, SendText, Typing
 from bicameral.store.outbox import GIVEN_UP, SENT, Message, OutboxEntry, OutboxStore
 

@@ -1,1 +1,0 @@
-"""The conversation machinery every mode shares: lanes, turns, envelopes, the router."""
