@@ -169,7 +169,7 @@ class App:
         if self.mode != settings.mode:
             log.info("bicameral mode needs models that call tools; the local model runs in single mode")
         if settings.back.provider == "claude-code" and self.mode == "single":
-            from bicameral.claude_code.handler import ClaudeCodeChamber
+            from bicameral.claude_code.chamber import ClaudeCodeChamber
 
             return ClaudeCodeChamber(settings, self.stores, self.registry, self.outbox.perform, on_fatal=self.fail)
         if settings.back.provider == "claude-code":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bicameral.claude_code.handler import SESSION_KEY_PREFIX
+from bicameral.claude_code.chamber import SESSION_KEY_PREFIX
 from bicameral.claude_code.spec import FORBIDDEN_FLAGS
 from tests.claude_code.conftest import API_KEY, SEND, main_requests, routed, sends
 from tests.conftest import OWNER
