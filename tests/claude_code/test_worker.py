@@ -7,10 +7,11 @@ import logging
 
 import pytest
 
+from bicameral.claude_code.config import WorkerConfig
 from bicameral.claude_code.exchange import Prompt
 from bicameral.claude_code.spec import LaunchOptions
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
+from bicameral.claude_code.worker import ClaudeCodeWorker
 from bicameral.mcp.server import McpToolServer
 from bicameral.store import Stores
 from bicameral.tools.registry import ToolRegistry

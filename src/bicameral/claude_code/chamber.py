@@ -12,6 +12,7 @@ from dataclasses import replace
 from bicameral import prompts
 from bicameral.agent.failures import describe_stop
 from bicameral.claude_code.compaction import compact_if_full
+from bicameral.claude_code.config import WorkerConfig
 from bicameral.claude_code.exchange import Prompt, TurnOutcome, prompt_images
 from bicameral.claude_code.failures import Failure, Recovery, classify
 from bicameral.claude_code.process import Spawn, cli_version, spawn_process
@@ -24,7 +25,7 @@ from bicameral.claude_code.spec import (
 )
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
+from bicameral.claude_code.worker import ClaudeCodeWorker
 from bicameral.config import Settings, child_process_env
 from bicameral.context.envelope import content_blocks
 from bicameral.context.memory import burst_text, prompt_note

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from bicameral import prompts
+from bicameral.claude_code.config import WorkerConfig
 from bicameral.claude_code.exchange import Prompt, PromptImage, prompt_images
 from bicameral.claude_code.failures import Recovery
 from bicameral.claude_code.spec import our_name
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
-from bicameral.claude_code.worker import ClaudeCodeWorker, WorkerConfig
+from bicameral.claude_code.worker import ClaudeCodeWorker
 from bicameral.config import Settings, child_process_env
 from bicameral.context.memory import prompt_note, task_reach
 from bicameral.events import TRUSTED_CHANNELS, chat_key

@@ -5,59 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import json
 import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
 from bicameral.agent.breakers import Breakers
-from bicameral.claude_code.capture import capture_dir
-from bicameral.claude_code.exchange import (
-    Prompt,
-    TurnLedger,
-    TurnOutcome,
-    continuation,
-    merged,
-)
-from bicameral.claude_code.failures import (
-    Failure,
-    Recovery,
-    classify,
-    classify_rejected_turn,
-    crash_failure,
-)
+from bicameral.claude_code.config import WorkerConfig
+from bicameral.claude_code.exchange import Prompt, TurnLedger, TurnOutcome
+from bicameral.claude_code.failures import Failure, Recovery, WorkerGaveUp, exit_failure, launch_failure
 from bicameral.claude_code.process import CliProcess, Exited, Spawn, spawn_process
-from bicameral.claude_code.spec import (
-    LaunchOptions,
-    McpEndpoint,
-    SpawnSpec,
-    assert_safe,
-    build_spec,
-)
-from bicameral.claude_code.stream import (
-    ApiRetry,
-    AssistantText,
-    ContextUsage,
-    ControlRequest,
-    Init,
-    Result,
-    StreamEvent,
-    ToolResult,
-    ToolUse,
-    UserReplay,
-    preview,
-)
+from bicameral.claude_code.spec import McpEndpoint, SpawnSpec, assert_safe, build_spec
+from bicameral.claude_code.stream import ControlRequest, Init, Result, StreamEvent, UserReplay, preview
 from bicameral.claude_code.supervision import CrashBudget, SessionIds, Supervisor
-from bicameral.claude_code.workspace import private_dir, token_dir, workspace
-from bicameral.config import Settings
-from bicameral.mcp.plugins import ToolGroups
+from bicameral.claude_code.turn_events import INTERRUPT_GRACE, TurnEvents
+from bicameral.claude_code.workspace import mcp_config_path, private_dir
 from bicameral.mcp.server import McpToolServer, ToolBinding
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
@@ -67,76 +32,6 @@ log = logging.getLogger(__name__)
 cc = logging.getLogger("bicameral.cc")
 
 _TICK = 0.2  # how often a running turn looks for injected messages
-_INTERRUPT_GRACE = 10.0  # seconds an interrupted turn gets to end before the process is killed
-_POST_RESULT_GRACE = 3.0  # seconds to wait for an injected message the CLI has not taken yet
-_MAX_RESTARTS_PER_TURN = 2
-_HOPELESS_STATUSES = (401, 402, 403)  # API errors the CLI retries although a retry cannot help
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    """How to launch and supervise a worker; `WorkerConfig.from_settings` fills it from Settings."""
-
-    launch: LaunchOptions
-    capture_dir: Path
-    token_dir: Path  # where the MCP config with the bearer token goes: outside every CLI working dir
-    for_owner: bool = False  # the owner's own chat: owner-only tools are listed
-    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
-    liveness_timeout: float = 300.0
-    liveness_poll: float = 30.0
-    backoff_base: float = 2.0
-    backoff_cap: float = 64.0
-    tool_error_max: int = 3
-    tool_error_window: float = 60.0
-    secrets: tuple[str, ...] = ()
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        chat: str,
-        for_owner: bool,
-        system_prompt: str,
-        tool_groups: ToolGroups,
-        base_env: Mapping[str, str],
-        tool_descriptions: Mapping[str, str] | None = None,
-    ) -> WorkerConfig:
-        """The config for a worker serving `chat`; the unlocked `tool_groups` apply only `for_owner`."""
-
-        def secret(value: SecretStr | None) -> str | None:
-            return (value.get_secret_value() or None) if value is not None else None
-
-        data_dir = settings.data_dir.resolve()
-        place = workspace(data_dir, chat)
-        launch = LaunchOptions(
-            binary=settings.claude_bin,
-            model=settings.back.model,
-            effort=settings.claude_effort,
-            cwd=place.cwd,
-            home=place.home,
-            system_prompt=system_prompt,
-            tool_groups=tool_groups if for_owner else ToolGroups(),
-            base_env=dict(base_env),
-            api_key=secret(settings.anthropic_api_key),
-            base_url=settings.anthropic_base_url,
-            oauth_token=secret(settings.claude_oauth_token),
-            proxy=settings.claude_proxy,
-        )
-        return cls(
-            launch=launch,
-            capture_dir=capture_dir(data_dir),
-            token_dir=token_dir(data_dir),
-            for_owner=for_owner,
-            tool_descriptions=dict(tool_descriptions or {}),
-            liveness_timeout=settings.liveness_timeout_seconds,
-            liveness_poll=settings.liveness_poll_seconds,
-            backoff_base=settings.crash_backoff_base,
-            backoff_cap=settings.crash_backoff_cap,
-            tool_error_max=settings.tool_error_max_count,
-            tool_error_window=settings.tool_error_window_seconds,
-            secrets=tuple(settings.secret_values()),
-        )
 
 
 class WorkerState(enum.Enum):
@@ -148,13 +43,7 @@ class WorkerState(enum.Enum):
     STOPPED = "stopped"  # `stop()` was called: nothing starts again
 
 
-class WorkerGaveUp(Exception):
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
-
-
-class ClaudeCodeWorker:
+class ClaudeCodeWorker(TurnEvents):
     """A long-lived `claude --print --input-format stream-json` process that runs one turn at a time."""
 
     # One turn at a time is what makes "the current turn" well defined: tool calls arrive through the
@@ -332,134 +221,6 @@ class ClaudeCodeWorker:
             if not handed_off:
                 self._end_turn()
 
-    async def _apply(
-        self, event: StreamEvent | Exited, ledger: TurnLedger, outcome: TurnOutcome, may_restart: Callable[[], bool] | None
-    ) -> bool:
-        """Fold one event into the turn; True when the turn is over."""
-        if isinstance(event, UserReplay):
-            ledger.pending.discard(event.uuid)
-        elif isinstance(event, AssistantText) and not event.subagent:
-            (outcome.synthetic if event.synthetic else outcome.texts).append(event.text)
-            cc.info("[CC.text] %s | %s", self.name, preview(event.text))
-        elif isinstance(event, ToolUse) and not event.subagent:
-            ledger.names[event.id] = event.name
-            outcome.tool_uses.append(event)
-            args = json.dumps(dict(event.input), ensure_ascii=False, default=str)
-            cc.info("[CC.tool→] %s %s(%s) id=%s", self.name, event.name, preview(args), event.id)
-        elif isinstance(event, ToolResult) and not event.subagent:
-            await self._on_tool_result(event, ledger, outcome)
-        elif isinstance(event, ContextUsage):
-            outcome.context_tokens = event.tokens
-        elif isinstance(event, Result):
-            return await self._on_result(event, ledger, outcome)
-        elif isinstance(event, Init):
-            ledger.result_at = None
-        elif isinstance(event, ApiRetry):
-            await self._on_api_retry(event, ledger, outcome)
-        elif isinstance(event, Exited) and event.pid == ledger.pid and event.pid not in ledger.handled_exits:
-            ledger.handled_exits.add(event.pid)
-            return await self._on_exit(event, ledger, outcome, may_restart)
-        return False
-
-    async def _on_tool_result(self, event: ToolResult, ledger: TurnLedger, outcome: TurnOutcome) -> None:
-        mark = "✗" if event.is_error else "✓"
-        cc.info("[CC.tool%s] %s id=%s | %s", mark, self.name, event.tool_use_id, preview(event.content))
-        outcome.tool_errors += event.is_error
-        tripped = ledger.breakers.after_call(ledger.names.get(event.tool_use_id, "a tool"), event.is_error)
-        if tripped and outcome.stop_reason is None:
-            outcome.stop_reason = tripped
-            log.warning("%s: tool-error breaker tripped: %s", self.name, tripped)
-            self._ctx = None  # calls the CLI still makes before the interrupt lands are refused
-            await self.interrupt()
-            ledger.interrupted_at = self._clock()
-
-    async def _on_api_retry(self, event: ApiRetry, ledger: TurnLedger, outcome: TurnOutcome) -> None:
-        cc.info("[CC.retry] %s attempt %d/%d: %s %s", self.name, event.attempt, event.max_retries, event.status, event.error)
-        if event.status not in _HOPELESS_STATUSES or event.attempt < 2 or ledger.interrupted_at is not None:
-            return
-        # Rejected credentials or an exhausted plan do not heal within the CLI's minutes of retries: say so now.
-        failure = classify(event.error, status=event.status)
-        if failure is not None and outcome.failure is None:
-            outcome.failure = failure
-            log.warning("%s: %s on every try; stopping the turn", self.name, failure.kind)
-            self._ctx = None
-            await self.interrupt()
-            ledger.interrupted_at = self._clock()
-
-    async def _on_result(self, event: Result, ledger: TurnLedger, outcome: TurnOutcome) -> bool:
-        outcome.result = event
-        outcome.session_id = event.session_id or outcome.session_id
-        flag = " (error)" if event.is_error else ""
-        cc.info("[CC.done] %s %s%s %.1fs | %s", self.name, event.subtype, flag, event.duration_ms / 1000, preview(event.text))
-        if ledger.interrupted_at is not None:
-            return True  # the interrupt we asked for: not a failure of the session
-        if event.is_error:
-            evidence = event.text or " ".join(outcome.synthetic)
-            failure = classify_rejected_turn(evidence, event.api_error_status, self._stderr_tail())
-            log.warning("%s: turn rejected (%s): %s", self.name, failure.kind, preview(failure.detail))
-            unconfirmed = failure.kind == "session_missing" and not self._sessions.confirmed()
-            if unconfirmed and outcome.restarts < _MAX_RESTARTS_PER_TURN:
-                # It died before its first turn reached the disk: nothing is lost by starting afresh.
-                outcome.restarts += 1
-                await self.reset_session()
-                again = merged(ledger.unsettled())
-                ledger.restart(await self._write(again), again, self._current_pid())
-                return False
-            outcome.failure = failure
-            return True
-        self._sessions.confirm(event.session_id)
-        self.session_id = event.session_id or self.session_id
-        self._supervisor.recovered()
-        ledger.settle()
-        diagnosis = classify(*outcome.synthetic) if outcome.synthetic else None
-        if diagnosis is not None:
-            outcome.failure = diagnosis  # the CLI wrote in the model's place (an API problem it reports as text)
-            return True
-        if not ledger.pending:
-            return True
-        ledger.result_at = self._clock()  # an injected message will run as the CLI's next turn: keep going
-        return False
-
-    async def _on_exit(
-        self, event: Exited, ledger: TurnLedger, outcome: TurnOutcome, may_restart: Callable[[], bool] | None
-    ) -> bool:
-        if outcome.stop_reason is not None:
-            return True  # killed after the breaker tripped: the turn is over anyway
-        if self._supervisor.failure is not None:
-            outcome.failure = self._supervisor.failure
-            return True
-        unsettled = ledger.unsettled()
-        if not unsettled:
-            return True  # it died after finishing everything it was given
-        # Prompts the CLI had not answered when it died are always redone once something of this turn
-        # was answered; before that, the caller decides (its first answer may be out already).
-        after_result = outcome.result is not None
-        allowed = after_result or (may_restart() if may_restart is not None else True)
-        if outcome.restarts >= _MAX_RESTARTS_PER_TURN or not allowed:
-            outcome.failure = self._supervisor.last_crash or crash_failure(event.code, self._stderr_tail())
-            outcome.unfinished = after_result
-            return True
-        outcome.restarts += 1
-        try:
-            await self._ensure_running()
-        except WorkerGaveUp as exc:
-            outcome.failure = exc.failure
-            return True
-        self._supervisor.touch()
-        again = continuation(unsettled, event.reason)
-        ledger.restart(await self._write(again), again, self._current_pid())
-        return False
-
-    async def _waited_too_long(self, ledger: TurnLedger) -> bool:
-        """Timeouts while no event comes: an ignored interrupt, an injected message the CLI never took."""
-        now = self._clock()
-        if ledger.interrupted_at is not None and now - ledger.interrupted_at > _INTERRUPT_GRACE:
-            self._kill("the turn did not stop after an interrupt", expected=True)
-            ledger.interrupted_at = None
-        if ledger.result_at is not None and now - ledger.result_at > _POST_RESULT_GRACE:
-            log.warning("%s: %d injected message(s) were not taken by the CLI", self.name, len(ledger.pending))
-            return True
-        return False
 
     # --- internals: the turn ---
 
@@ -475,7 +236,7 @@ class ClaudeCodeWorker:
         try:
             if self.alive:
                 await self.interrupt()
-                deadline = self._clock() + _INTERRUPT_GRACE
+                deadline = self._clock() + INTERRUPT_GRACE
                 while self._clock() < deadline:
                     event = await self._next(_TICK)
                     if isinstance(event, (Result, Exited)):
@@ -485,24 +246,6 @@ class ClaudeCodeWorker:
             log.exception("%s: settling a stopped turn failed", self.name)
         finally:
             self._end_turn()
-
-    async def _next(self, timeout: float) -> StreamEvent | Exited | None:
-        # One long-lived getter: cancelling a get on timeout could lose an event.
-        if self._getter is None or self._getter.cancelled():
-            self._getter = asyncio.create_task(self._queue.get())
-        done, _ = await asyncio.wait({self._getter}, timeout=timeout)
-        if not done:
-            return None
-        event = self._getter.result()
-        self._getter = None
-        return event
-
-    def _flush_stale_events(self) -> None:
-        if self._getter is not None and self._getter.done() and not self._getter.cancelled():
-            log.debug("%s: dropped a stale event between turns: %s", self.name, self._getter.result())
-            self._getter = None
-        while not self._queue.empty():
-            log.debug("%s: dropped a stale event between turns: %s", self.name, self._queue.get_nowait())
 
     def _current_pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
@@ -586,10 +329,7 @@ class ClaudeCodeWorker:
                 on_output=self._supervisor.touch,
             )
         except OSError as exc:
-            failure = crash_failure(None, [f"{launch.binary}: {exc}"])
-            if isinstance(exc, FileNotFoundError):
-                failure = Failure("cli_missing", _CLI_MISSING, Recovery.GIVE_UP, detail=str(exc))
-            self._crashed(failure)
+            self._crashed(launch_failure(launch.binary, exc))
             return
         self._process = process
         self.session_id = session_id
@@ -617,10 +357,7 @@ class ClaudeCodeWorker:
 
     def _on_exit_of(self, process: CliProcess, exited: Exited) -> None:
         if not exited.expected and self._state is not WorkerState.STOPPED:
-            failure = crash_failure(exited.code, process.stderr_tail)
-            if process.ending and failure.kind == "crash":
-                failure = Failure("stalled", _STALLED, Recovery.KEEP_SESSION, detail=exited.reason)
-            self._crashed(failure)
+            self._crashed(exit_failure(exited.code, process.stderr_tail, ending=process.ending, reason=exited.reason))
         self._last_exit = exited
         self._queue.put_nowait(exited)
 
@@ -638,7 +375,7 @@ class ClaudeCodeWorker:
 
     def _mcp_config_path(self) -> Path:
         # Per worker instance: a replaced worker's cleanup must not remove its successor's file.
-        return self._cfg.token_dir / f"{_slug(self.name)}-{self._instance}.json"
+        return mcp_config_path(self._cfg.token_dir, self.name, self._instance)
 
     def _track(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
         self._tasks.add(task)
@@ -646,15 +383,4 @@ class ClaudeCodeWorker:
         return task
 
 
-_CLI_MISSING = (
-    "My executor (the Claude Code CLI) is not installed where I expect it. The owner needs to install it "
-    "or set BICAMERAL_CLAUDE_BIN."
-)
-_STALLED = "My executor stopped responding while working on this."
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:80]
-
-
-__all__ = ["ClaudeCodeWorker", "WorkerConfig", "WorkerGaveUp", "WorkerState"]
+__all__ = ["ClaudeCodeWorker", "WorkerState"]

@@ -35,6 +35,12 @@ def token_dir(data_dir: Path) -> Path:
     return root(data_dir) / "mcp"
 
 
+
+def mcp_config_path(token_dir: Path, worker: str, instance: str) -> Path:
+    """A worker instance's MCP config in the token dir, named by the worker and the instance."""
+    slug = "".join(c if c.isalnum() or c in "-_" else "_" for c in worker)[:80]
+    return token_dir / f"{slug}-{instance}.json"
+
 def private_dir(path: Path) -> Path:
     """A directory only this user can enter."""
     path.mkdir(parents=True, exist_ok=True)
