@@ -16,8 +16,8 @@ from bicameral.channels.telegram.format import (
     _plain_paragraphs,
     html_to_plain,
     markdown_to_html,
-    split_for_telegram,
 )
+from bicameral.channels.telegram.split import split_for_telegram
 
 ALLOWED_TAGS = {"b", "i", "u", "s", "code", "pre", "a", "blockquote", "tg-spoiler"}
 ALLOWED_ENTITIES = {"lt", "gt", "amp", "quot"}

@@ -121,7 +121,7 @@ class ActionPerformer:
         thread = _optional_int(action.thread_id, "thread id")
         reply_to = _reply_target(action.reply_to, chat_id)
         sent: list[str] = []
-        from .format import split_for_telegram  # markdown-it: warmed in the background at start
+        from .split import split_for_telegram  # markdown-it: warmed in the background at start
 
         for index, chunk in enumerate(split_for_telegram(action.text, limit=MAX_TEXT)):
             def send_chunk(reply: dict[str, Any] | None, chunk: str = chunk) -> Awaitable[int]:
