@@ -37,7 +37,7 @@ from bicameral.single import SingleChamber
 from bicameral.store import Stores
 from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
-from bicameral.tasks.bus import Executor
+from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry, discover_tools

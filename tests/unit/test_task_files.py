@@ -9,7 +9,8 @@ from bicameral.sandbox.artifacts import Outgoing
 from bicameral.sandbox.workspace import workspace_for
 from bicameral.store import Stores
 from bicameral.tasks.brief import task_brief, task_images, task_outgoing
-from bicameral.tasks.bus import Executor, TaskBus
+from bicameral.tasks.bus import TaskBus
+from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, TaskOutcome
 

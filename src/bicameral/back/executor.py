@@ -12,7 +12,7 @@ from bicameral.context.memory import prompt_note, task_reach
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
-from bicameral.tasks.bus import Executor, TaskControl, acting_for
+from bicameral.tasks.executor import Executor, TaskControl, acting_for
 from bicameral.tasks.task import NOTHING_TO_REPORT, Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 

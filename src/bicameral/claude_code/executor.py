@@ -18,7 +18,7 @@ from bicameral.mcp.server import McpToolServer
 from bicameral.models.base import summarize_call
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
-from bicameral.tasks.bus import Executor, TaskControl, acting_for
+from bicameral.tasks.executor import Executor, TaskControl, acting_for
 from bicameral.tasks.task import NOTHING_TO_REPORT, Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry

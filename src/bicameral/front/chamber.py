@@ -28,7 +28,8 @@ from bicameral.models.base import Completion, Message, Model, ModelError, TextBl
 from bicameral.sandbox.artifacts import available
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
-from bicameral.tasks.bus import Executor, TaskBus, owned_by
+from bicameral.tasks.bus import TaskBus, owned_by
+from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import NOTHING_TO_REPORT, EventKind, Task, TaskEvent, TaskState
 from bicameral.turns.turn import Turn

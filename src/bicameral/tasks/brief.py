@@ -8,7 +8,7 @@ from bicameral.events import Action, ActionResult
 from bicameral.markup import quoteattr
 from bicameral.models.base import ImageBlock
 from bicameral.sandbox.artifacts import Outgoing
-from bicameral.tasks.bus import TaskControl
+from bicameral.tasks.executor import TaskControl
 from bicameral.tasks.task import Task
 
 

@@ -9,12 +9,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from bicameral.backoff import RetryPolicy
 from bicameral.events import Attachment, Authority, Role
 from bicameral.failures import failure_detail, failure_sentence
 from bicameral.sandbox.artifacts import Artifact
+from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskOutcome, TaskState
 
@@ -30,44 +31,6 @@ class TaskError(Exception):
 
 class NotYours(TaskError):
     """Someone tried to change or stop a task another person's words caused; the text is for them."""
-
-
-class TaskControl(Protocol):
-    """What an executor sees of the bus while it runs one task."""
-
-    task: Task
-
-    def resume_messages(self) -> list[dict[str, Any]] | None:
-        """The latest checkpoint of this task's transcript, if any."""
-
-    def drain_notes(self) -> list[str]:
-        """Context the user added (append / redirect) since the last call."""
-
-    def checkpoint(self, messages: list[dict[str, Any]], reason: str = "step") -> None:
-        """Persist the transcript so far: redirect and restart resume from here."""
-
-    async def progress(self, text: str) -> None:
-        """Report a real step (throttled before it reaches the user)."""
-
-    def keep_files(self, files: tuple[Artifact, ...]) -> None:
-        """Store the files the result will send, as they are chosen (a restart keeps them)."""
-
-    def authority(self) -> Authority | None:
-        """Whose words the task carries now: lowered when someone else's are added (None: a task from before)."""
-
-
-class Executor:
-    """Runs tasks for the bus; subclasses override `run`, and `start`/`stop` when they hold resources."""
-
-    async def start(self) -> None:
-        """Acquire what the executor needs (servers, processes) before the first task."""
-
-    async def stop(self) -> None:
-        """Release it; called once at shutdown."""
-
-    async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
-        """Run a task to an outcome, honouring notes at tool boundaries; cancellation stops it at once."""
-        raise NotImplementedError
 
 
 @dataclass
@@ -86,6 +49,8 @@ class _Run:
 
 @dataclass
 class _Control:
+    """The bus's `TaskControl` (tasks/executor.py) for one running task."""
+
     task: Task
     _bus: TaskBus
     _run: _Run
@@ -401,11 +366,6 @@ class TaskBus:
             await self._on_event(task, event)
         except Exception:  # a delivery problem must not kill the task
             log.exception("task event %s of %s was not delivered", event.kind.value, task.id)
-
-
-def acting_for(task: Task, legacy_owner: bool) -> Authority:
-    """The rights a task's tools run with; a task stored before authority was kept runs as its requester did."""
-    return task.authority or Authority(Role.OWNER if legacy_owner else Role.MEMBER)
 
 
 def owned_by(task: Task) -> Authority:
