@@ -32,6 +32,9 @@ SENTENCES: dict[str, str] = {
     "session_missing": "I couldn't reopen our earlier conversation, so I started a fresh one.",
     "rejected": "The model rejected that turn outright." + _FRESH_NOTE + " Please send your message again.",
     "crash": "My executor process crashed while working on this.",
+    "stalled": "My executor stopped responding while working on this.",
+    "crash_loop": "My executor (the Claude Code CLI) keeps crashing.",
+    "shutting_down": "I'm shutting down.",
     # the host
     "disk_full": "The disk that holds my data is nearly full. I'm using the space I kept in reserve so I can go on "
     "answering, and commands (`run`) are off until there is room again. Please free some space on the host "
@@ -45,6 +48,48 @@ SENTENCES: dict[str, str] = {
 def failure_sentence(kind: str | None) -> str:
     """What to tell the user about a failure of this kind; an unknown kind is our own fault."""
     return SENTENCES.get(kind or "internal", SENTENCES["internal"])
+
+
+# The sentences with a variable part: what stopped, what failed, how often.
+
+
+def stopped_turn(reason: str) -> str:
+    """A turn cut short by a breaker or the step limit (`reason`: "it hit the step limit"), as the whole reply."""
+    return f"I stopped working on this because {reason}. Tell me if you want me to try another way."
+
+
+def stopped_task(reason: str) -> str:
+    """The same for a task: its error, which the front words as `task_failed` says."""
+    return f"I stopped because {reason}"
+
+
+def task_failed(task: str, reason: str) -> str:
+    """A task that failed for good; `reason` is its error, itself a sentence from this table."""
+    return f"I couldn't finish {task}: {reason}"
+
+
+def scheduled_task_failed(schedule_id: int, tries: int, reason: str) -> str:
+    """A scheduled task that failed every try (the caller adds when it runs next)."""
+    times = "once" if tries == 1 else f"{tries} times"
+    return f"Your scheduled task #{schedule_id} didn't run (I tried {times}). {reason}"
+
+
+def command_failed(command: str) -> str:
+    """A chat command (`/memory`, `/reminders`, ...) that failed on our side."""
+    return f"I couldn't do /{command} just now (an error on my side). Please try again."
+
+
+def executor_gave_up(message: str) -> str:
+    """The Claude Code executor cannot go on (`message`: why, from this table): everyone is told, then it stops."""
+    return f"{message} I'm shutting down until that is fixed."
+
+
+def executor_crash_loop(lead: str, crashes: int, minutes: int) -> str:
+    """The Claude Code executor crashed too often in its window (`lead`: the last failure, from this table)."""
+    return (
+        f"{lead}\n\nIt crashed {crashes} times within {minutes} minute(s), so I'm shutting down. "
+        "The owner needs to look at it and restart me."
+    )
 
 
 def failure_detail(exc: BaseException) -> str:

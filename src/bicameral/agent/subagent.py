@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from bicameral import prompts
-from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.events import Action, ActionResult
+from bicameral.failures import failure_sentence
 from bicameral.models.base import Message
 from bicameral.tools.base import ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry
@@ -35,7 +35,7 @@ class SubAgentRunner:
         own = replace(ctx, perform=_no_messages, sent_message_ids=[], message_ids=())
         result = await self.runner.run(prompts.load("sub_agent.md"), [Message.user(task)], own)
         if result.error is not None:
-            return ToolResult.error(f"the sub-agent could not finish: {describe_model_error(result.error)}")
+            return ToolResult.error(f"the sub-agent could not finish: {failure_sentence(result.error.kind)}")
         if result.stop_reason:
             said = f"{result.text}\n\n" if result.text else ""
             return ToolResult(f"{said}[the sub-agent stopped because {result.stop_reason}]", is_error=not result.text)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from bicameral import prompts
-from bicameral.agent.failures import describe_model_error
 from bicameral.agent.runner import NativeRunner
 from bicameral.config import Settings
 from bicameral.context.compaction import Compactor
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import prompt_note, task_reach
+from bicameral.failures import failure_sentence, stopped_task
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
@@ -78,7 +78,7 @@ class NativeExecutor(Executor):
             if result.error is not None:
                 return TaskOutcome(
                     error_kind=result.error.kind,
-                    error=describe_model_error(result.error),
+                    error=failure_sentence(result.error.kind),
                     retryable=result.error.retryable,
                 )
             control.checkpoint(MESSAGES.dump_python(result.messages, mode="json"))
@@ -89,7 +89,7 @@ class NativeExecutor(Executor):
             messages = result.messages + [Message.user(late)]
         if result.stop_reason:
             partial = f"{result.text}\n\n" if result.text else ""
-            return TaskOutcome(result=partial or None, error_kind="stopped", error=f"I stopped because {result.stop_reason}")
+            return TaskOutcome(result=partial or None, error_kind="stopped", error=stopped_task(result.stop_reason))
         return TaskOutcome(result=result.text or NOTHING_TO_REPORT)
 
 

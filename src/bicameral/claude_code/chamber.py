@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 
 from bicameral import prompts
-from bicameral.agent.failures import describe_stop
 from bicameral.claude_code.compaction import compact_if_full
 from bicameral.claude_code.config import WorkerConfig
 from bicameral.claude_code.exchange import Prompt, TurnOutcome, prompt_images
@@ -32,6 +31,7 @@ from bicameral.context.memory import burst_text, prompt_note
 from bicameral.delivery.progress import ProgressNote
 from bicameral.errors import ConfigError
 from bicameral.events import Authority, Inbound, SendText, chat_key
+from bicameral.failures import executor_crash_loop, executor_gave_up, failure_sentence, stopped_turn
 from bicameral.markup import quoteattr
 from bicameral.mcp.plugins import (
     PluginsConfig,
@@ -237,7 +237,7 @@ class ClaudeCodeChamber:
         if failure is not None:
             await self._report(turn, ctx, worker, failure, unfinished=outcome.unfinished, scheduled=scheduled)
         elif outcome.stop_reason is not None:
-            await self._say(turn, describe_stop(outcome.stop_reason))
+            await self._say(turn, stopped_turn(outcome.stop_reason))
         elif self._dropped_text(outcome, ctx):
             # Still unsent after the nudges: the CLI's own diagnostics get a plain explanation,
             # anything else is the model's answer and is delivered for it.
@@ -339,16 +339,13 @@ class ClaudeCodeChamber:
             return
         self._gave_up = True
         if failure.recovery is Recovery.GIVE_UP:
-            text = f"{failure.message} I'm shutting down until that is fixed."
+            text = executor_gave_up(failure.message)
         else:
             lead = failure.message
             if failure.kind in ("crash", "stalled"):
-                lead = "My executor (the Claude Code CLI) keeps crashing."
+                lead = failure_sentence("crash_loop")
             window = max(1, round(self._settings.crash_window_seconds / 60))
-            text = (
-                f"{lead}\n\nIt crashed {self._budget.recent} times within {window} minute(s), so I'm shutting down. "
-                "The owner needs to look at it and restart me."
-            )
+            text = executor_crash_loop(lead, self._budget.recent, window)
         chats = set(self._workers) | self._owner_chats
         if not self._owner_chats and self._settings.owner_id is not None:
             chats.add(chat_key("telegram", self._settings.owner_id))

@@ -13,6 +13,7 @@ from bicameral.claude_code.worker import ClaudeCodeWorker
 from bicameral.config import Settings, child_process_env
 from bicameral.context.memory import prompt_note, task_reach
 from bicameral.events import TRUSTED_CHANNELS, chat_key
+from bicameral.failures import stopped_task
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
 from bicameral.models.base import summarize_call
@@ -109,7 +110,7 @@ class ClaudeCodeExecutor(Executor):
                 error_kind=failure.kind, error=failure.message, retryable=failure.recovery is not Recovery.GIVE_UP
             )
         if outcome.stop_reason:
-            return TaskOutcome(error_kind="stopped", error=f"I stopped because {outcome.stop_reason}")
+            return TaskOutcome(error_kind="stopped", error=stopped_task(outcome.stop_reason))
         return TaskOutcome(result=outcome.final_text or NOTHING_TO_REPORT)
 
     @staticmethod

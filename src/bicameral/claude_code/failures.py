@@ -177,11 +177,10 @@ def crash_failure(exit_code: int | None, stderr: Iterable[str] = ()) -> Failure:
     )
 
 
-
 def launch_failure(binary: str, exc: OSError) -> Failure:
     """A CLI that would not start: not installed where we look for it (nothing to retry), or else a crash."""
     if isinstance(exc, FileNotFoundError):
-        return Failure("cli_missing", _CLI_MISSING, Recovery.GIVE_UP, detail=str(exc))
+        return Failure("cli_missing", failure_sentence("cli_missing"), Recovery.GIVE_UP, detail=str(exc))
     return crash_failure(None, [f"{binary}: {exc}"])
 
 
@@ -189,15 +188,9 @@ def exit_failure(exit_code: int | None, stderr: Iterable[str], *, ending: bool, 
     """An exit we did not expect; a crash while we were ending the process (it went silent) is a stall."""
     failure = crash_failure(exit_code, stderr)
     if ending and failure.kind == "crash":
-        return Failure("stalled", _STALLED, Recovery.KEEP_SESSION, detail=reason)
+        return Failure("stalled", failure_sentence("stalled"), Recovery.KEEP_SESSION, detail=reason)
     return failure
 
-
-_CLI_MISSING = (
-    "My executor (the Claude Code CLI) is not installed where I expect it. The owner needs to install it "
-    "or set BICAMERAL_CLAUDE_BIN."
-)
-_STALLED = "My executor stopped responding while working on this."
 
 def _failure(pattern: FailurePattern, evidence: str) -> Failure:
     return Failure(pattern.kind, pattern.message, pattern.recovery, detail=evidence[-500:], retry=pattern.retry)

@@ -23,6 +23,7 @@ from bicameral.claude_code.stream import ControlRequest, Init, Result, StreamEve
 from bicameral.claude_code.supervision import CrashBudget, SessionIds, Supervisor
 from bicameral.claude_code.turn_events import INTERRUPT_GRACE, TurnEvents
 from bicameral.claude_code.workspace import mcp_config_path, private_dir
+from bicameral.failures import failure_sentence
 from bicameral.mcp.server import McpToolServer, ToolBinding
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
@@ -277,7 +278,7 @@ class ClaudeCodeWorker(TurnEvents):
             if self._supervisor.failure is not None:
                 raise WorkerGaveUp(self._supervisor.failure)
             if self._state is WorkerState.STOPPED:
-                raise WorkerGaveUp(Failure("stopped", "I'm shutting down.", Recovery.KEEP_SESSION))
+                raise WorkerGaveUp(Failure("stopped", failure_sentence("shutting_down"), Recovery.KEEP_SESSION))
             if self.alive:
                 return
             if await self._supervisor.wait_for_respawn():

@@ -12,14 +12,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bicameral import prompts
-from bicameral.agent.failures import describe_model_error
 from bicameral.config import Settings
 from bicameral.context.envelope import content_blocks
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import memory_blocks
 from bicameral.delivery.outbox import Outbox
 from bicameral.events import Authority, SendFile, chat_key, sender_role
-from bicameral.failures import failure_sentence
+from bicameral.failures import failure_sentence, task_failed
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
@@ -141,7 +140,7 @@ class FrontChamber:
         else:  # nobody is waiting on a scheduled task: worth a patient retry before telling them it failed
             completion, tries = await self._retry.run(attempt, lambda c: isinstance(c, ModelError), sleep=self._sleep)
         if isinstance(completion, ModelError):
-            text = describe_model_error(completion)
+            text = failure_sentence(completion.kind)
             if schedule_id is not None:
                 text = gave_up(schedule_id, text, tries, self._stores.schedules)
             await self.delivery.say(
@@ -207,7 +206,7 @@ class FrontChamber:
             if task.schedule_id is not None:
                 text = gave_up(task.schedule_id, reason, task.attempts, self._stores.schedules)
             else:
-                text = f"I couldn't finish {task.name}: {reason}"
+                text = task_failed(task.name, reason)
             await self._say(task, text, delivered=True)
             return
         result = task.result or ""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from bicameral.backoff import RetryPolicy
 from bicameral.events import Inbound
+from bicameral.failures import scheduled_task_failed
 from bicameral.scheduler.delivery import fired_schedule
 from bicameral.store.schedule_times import readable
 from bicameral.types import Sleep
@@ -53,8 +54,7 @@ def scheduled_task(batch: Sequence[Inbound]) -> int | None:
 
 def gave_up(schedule_id: int, reason: str, tries: int, store: ScheduleStore | None) -> str:
     """What the user hears when a scheduled task failed every try: what, why, and what happens next."""
-    times = "once" if tries == 1 else f"{tries} times"
-    text = f"Your scheduled task #{schedule_id} didn't run (I tried {times}). {reason}"
+    text = scheduled_task_failed(schedule_id, tries, reason)
     schedule = store.get(schedule_id) if store is not None else None
     if schedule is not None and schedule.recurring and schedule.state == "active" and schedule.next_due is not None:
         text += f" It runs again as planned, next on {readable(schedule.next_due, schedule.tz)}."

@@ -6,7 +6,6 @@ import asyncio
 import logging
 
 from bicameral import prompts
-from bicameral.agent.failures import describe_model_error, describe_stop
 from bicameral.agent.runner import NativeRunner, RunResult
 from bicameral.agent.session import prepare_for_storage
 from bicameral.config import Settings
@@ -16,6 +15,7 @@ from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import memory_blocks, without_memory
 from bicameral.delivery.progress import ProgressNote
 from bicameral.events import Authority, SendText
+from bicameral.failures import failure_sentence, stopped_turn
 from bicameral.markup import quoteattr
 from bicameral.models.base import MESSAGES, Message, ToolCall
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
@@ -101,14 +101,14 @@ class SingleChamber:
         finally:
             await progress.close()
         if result.error is not None:
-            reply = describe_model_error(result.error)
+            reply = failure_sentence(result.error.kind)
             if schedule_id is not None:
                 reply = gave_up(schedule_id, reply, tries, self._stores.schedules)
             self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])
         else:
             reply = result.text
             if result.stop_reason:
-                reply = (reply + "\n\n" if reply else "") + describe_stop(result.stop_reason)
+                reply = (reply + "\n\n" if reply else "") + stopped_turn(result.stop_reason)
             self._save(turn.chat, result.messages)
         if reply:
             await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id))

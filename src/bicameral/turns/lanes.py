@@ -27,7 +27,7 @@ from bicameral.events import (
     is_owner,
     person_key,
 )
-from bicameral.failures import failure_detail, failure_sentence
+from bicameral.failures import command_failed, failure_detail, failure_sentence
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
 from bicameral.turns.commands import forget_command, memory_command, reminders_command, timezone_command
@@ -301,7 +301,7 @@ class Conversation:
             text = (memory_command if command == "memory" else forget_command)(self._stores, reach, argument)
         except Exception:
             log.exception("/%s failed in %s", command, inbound.chat)
-            text = f"I couldn't do /{command} just now (an error on my side). Please try again."
+            text = command_failed(command)
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, text)
 
@@ -319,7 +319,7 @@ class Conversation:
                 text = timezone_command(store, inbound, argument)
         except Exception:
             log.exception("/%s failed in %s", command, inbound.chat)
-            text = f"I couldn't do /{command} just now (an error on my side). Please try again."
+            text = command_failed(command)
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, text)
 
