@@ -12,7 +12,6 @@ import pytest
 
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.channels.telegram.actions import IN_FLIGHT
-from bicameral.channels.telegram.media import MAX_NAME_CHARS, safe_name
 from bicameral.config import Settings
 from bicameral.errors import ChannelStartError
 from bicameral.events import (
@@ -24,6 +23,7 @@ from bicameral.events import (
     SendText,
     Typing,
 )
+from bicameral.folders import MAX_NAME_CHARS, safe_name
 from tests.fakes.telegram_server import FakeTelegram
 
 DM = 4242

@@ -14,8 +14,8 @@ SRC = Path(bicameral.__file__).parent
 LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction", "imports"},  # vocabulary, and what never loads
     # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the HTTP client,
-    # the one text normaliser
-    {"types", "backoff", "observe", "prompts", "failures", "markup", "transport", "text", "threads"},
+    # the one text normaliser, file names and folders
+    {"types", "backoff", "observe", "prompts", "failures", "folders", "markup", "transport", "text", "threads"},
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from bicameral.folders import resolve_under
+
 # --- conversation content (JSON-serialisable, so sessions persist as-is) ---
 
 
@@ -181,10 +183,9 @@ async def complete(
 
 def read_image(data_dir: Path, path: str) -> bytes | None:
     """The bytes of an ImageBlock's file under the data dir, or None if missing or outside it."""
-    root = Path(data_dir).resolve()
-    target = (root / path).resolve()
     # A stored path must never reach outside the data dir.
-    if not target.is_relative_to(root):
+    target = resolve_under(data_dir, Path(data_dir) / path)
+    if target is None:
         return None
     try:
         return target.read_bytes()

@@ -11,8 +11,9 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from bicameral.errors import BicameralError
+from bicameral.folders import safe_name
 from bicameral.sandbox import beneath
-from bicameral.sandbox.paths import PathRefused, resolve_inside, safe_name
+from bicameral.sandbox.paths import PathRefused, resolve_inside
 from bicameral.sandbox.workspace import workspace_for
 
 # Telegram shows these inline as photos (sendPhoto takes up to 10 MB); anything else goes as a document.

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path, PurePosixPath
 
 from bicameral.errors import BicameralError
+from bicameral.folders import resolve_under
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_PATH_CHARS = 1024
@@ -16,12 +17,6 @@ MAX_NAME_BYTES = 255  # NAME_MAX: a longer file or folder name fails in the kern
 
 class PathRefused(BicameralError):
     """A path that would leave the workspace or name something that is not a plain file or directory."""
-
-
-def safe_name(name: str, fallback: str = "file") -> str:
-    """One path component made of `[A-Za-z0-9._-]` only, no leading dots, at most 120 chars, never empty."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
-    return cleaned[-120:] or fallback
 
 
 def lone_surrogate(field: str, text: str) -> str | None:
@@ -67,13 +62,13 @@ def resolve_inside(root: Path, given: str) -> Path:
     root = root.resolve()
     candidate = root.joinpath(*parts)
     try:
-        # resolve() follows every symlink on the way, so a link anywhere in the path that points out is caught.
-        resolved = candidate.resolve()
+        # Every symlink on the way is followed, so a link anywhere in the path that points out is caught.
+        resolved = resolve_under(root, candidate)
     except RuntimeError as exc:  # pathlib's word for ELOOP
         raise PathRefused(f"{given!r} goes through a symlink loop") from exc
     except OSError as exc:
         raise PathRefused(f"{given!r} cannot be looked up ({exc.strerror})") from exc
-    if resolved != root and not resolved.is_relative_to(root):
+    if resolved is None:
         raise PathRefused(f"{given!r} points outside the workspace (through a symlink)")
     try:
         mode = os.stat(resolved).st_mode

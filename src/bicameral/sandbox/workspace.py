@@ -6,9 +6,10 @@ import os
 import shutil
 from pathlib import Path
 
+from bicameral.folders import safe_name
 from bicameral.sandbox.beneath import create_new, folder
 from bicameral.sandbox.bwrap import SANDBOX_UID
-from bicameral.sandbox.paths import resolve_inside, safe_name
+from bicameral.sandbox.paths import resolve_inside
 
 _MAX_NUMBERED = 1000
 

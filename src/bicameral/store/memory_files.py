@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bicameral.folders import resolve_under
 from bicameral.text import normalize
 
 MAX_FILE_BYTES = 256 * 1024
@@ -132,7 +133,7 @@ def inside(root: Path, path: Path) -> bool:
     try:
         if path.is_symlink():
             return False
-        return path.resolve().is_relative_to(root.resolve())
+        return resolve_under(root, path) is not None
     except OSError:
         return False
 
@@ -360,7 +361,7 @@ def write_file(root: Path, path: Path, content: str) -> None:
     """Write atomically (a reader or editor never sees half a file), refusing any path outside the root."""
     root.mkdir(parents=True, exist_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink() or not path.parent.resolve().is_relative_to(root.resolve()):
+    if path.is_symlink() or resolve_under(root, path.parent) is None:
         raise ValueError(f"refusing to write {path}: it is outside the memory folder or a symlink")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".md")
     try:

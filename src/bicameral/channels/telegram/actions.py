@@ -26,6 +26,7 @@ from bicameral.events import (
     Typing,
     split_chat_key,
 )
+from bicameral.folders import resolve_under
 from bicameral.types import Sleep
 
 from . import api
@@ -297,9 +298,8 @@ class ActionPerformer:
         raise AssertionError("unreachable")  # the loop always returns or raises
 
     def _inside_data_dir(self, relative: str) -> Path | None:
-        root = self._settings.data_dir.resolve()
-        path = (root / relative).resolve()
-        return path if path.is_relative_to(root) else None
+        root = self._settings.data_dir
+        return resolve_under(root, root / relative)
 
 
 def retry_seconds(exc: RetryAfter) -> float:

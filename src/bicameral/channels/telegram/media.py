@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,12 +11,12 @@ from telegram import Bot
 
 from bicameral.config import Settings
 from bicameral.events import Attachment, AttachmentRef, Inbound, split_chat_key
+from bicameral.folders import resolve_under, safe_name
 
 log = logging.getLogger(__name__)
 
 # The Bot API refuses getFile above 20 MB, so larger files cannot be fetched at all.
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
-MAX_NAME_CHARS = 80
 
 # A fetch yields the saved Attachment, or a marker string to put in the message text instead.
 Fetched = Attachment | str
@@ -86,23 +85,9 @@ class AttachmentStore:
         root = self._settings.attachments_dir
         dest = root / safe_name(chat) / f"{safe_name(message_id)}-{safe_name(name)}"
         # Belt and braces: safe_name already forbids separators and dot-only names.
-        if not dest.resolve().is_relative_to(root.resolve()):
+        if resolve_under(root, dest) is None:
             raise ValueError(f"attachment path escapes attachments dir: {dest}")
         return dest
-
-
-def safe_name(name: str) -> str:
-    """Basename only, `[A-Za-z0-9._-]` only, at most 80 chars, no leading dots; never empty."""
-    base = re.split(r"[\\/]", name)[-1]
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", base).lstrip(".")
-    if len(cleaned) > MAX_NAME_CHARS:
-        stem, dot, ext = cleaned.rpartition(".")
-        # Keep a short extension so the truncated file still opens with the right program.
-        if dot and stem and len(ext) <= 10:
-            cleaned = stem[: MAX_NAME_CHARS - len(ext) - 1] + "." + ext
-        else:
-            cleaned = cleaned[:MAX_NAME_CHARS]
-    return cleaned or "file"
 
 
 def too_large_marker(name: str) -> str:
