@@ -1,4 +1,5 @@
-"""The proxy variables reach the Bot API and model API connections through Settings; a proxy we cannot speak stops the start."""
+"""The proxy variables reach the Bot API and model API connections through Settings, HTTP and SOCKS5 proxies alike;
+a proxy we cannot speak stops the start."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bicameral.errors import ConfigError
 from bicameral.models import build_model
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
+from tests.support.socks import Socks5Proxy
 
 
 @dataclass
@@ -79,6 +81,29 @@ async def test_the_bot_api_and_the_model_go_through_the_configured_proxy(telegra
     assert {auth for _, auth in proxy.requests} == {"Basic dXNlcjpwQHNz"}
 
 
+@pytest.fixture
+async def socks() -> AsyncIterator[Socks5Proxy]:
+    proxy = await Socks5Proxy(names={"models.invalid": "127.0.0.1"}, credentials=("user", "p@ss")).start()
+    yield proxy
+    await proxy.stop()
+
+
+@pytest.mark.parametrize("scheme", ["socks5", "socks5h"])
+async def test_the_bot_api_and_the_model_go_through_a_socks5_proxy(telegram, models, start_bot, socks, scheme):
+    models.script(Reply(text="through the socks proxy"))
+    # The model's host is a name only the proxy can resolve.
+    model_url = models.openai_url.replace("127.0.0.1", "models.invalid")
+    await start_bot(all_proxy=socks.url(scheme, userinfo="user:p%40ss"), openai_base_url=model_url)
+    telegram.user_sends(OWNER, "hello")
+    sent = await telegram.await_sent(OWNER, 1)
+    assert sent[0]["text"] == "through the socks proxy"
+    telegram_port = int(telegram.url.rsplit(":", 1)[1].split("/")[0])
+    model_port = int(models.openai_url.rsplit(":", 1)[1].split("/")[0])
+    assert ("ipv4", "127.0.0.1", telegram_port) in socks.targets
+    assert ("name", "models.invalid", model_port) in socks.targets
+    assert set(socks.offered) == {("user", "p@ss")}
+
+
 async def test_no_proxy_sends_the_listed_hosts_direct(telegram, models, start_bot, proxy):
     models.script(Reply(text="direct"))
     await start_bot(http_proxy=proxy.url, no_proxy="127.0.0.1")
@@ -89,25 +114,25 @@ async def test_no_proxy_sends_the_listed_hosts_direct(telegram, models, start_bo
 
 @pytest.mark.parametrize("variable", ["https_proxy", "http_proxy", "all_proxy"])
 def test_a_proxy_scheme_we_cannot_speak_is_a_config_error_at_construction(make_settings, variable):
-    settings = make_settings(**{variable: "socks5://127.0.0.1:1080"})
+    settings = make_settings(**{variable: "socks4://127.0.0.1:1080"})
     with pytest.raises(ConfigError, match=variable.upper()):
         TelegramChannel(settings)
     with pytest.raises(ConfigError, match=variable.upper()):
         build_model("openai:gpt-test", settings)
 
 
-def test_bicameral_run_with_a_socks_proxy_says_so_and_exits(tmp_path, telegram):
+def test_bicameral_run_with_a_socks4_proxy_says_so_and_exits(tmp_path, telegram):
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "BICAMERAL_DATA_DIR": str(tmp_path / "data"),
         "BICAMERAL_TELEGRAM_TOKEN": telegram.token,
         "BICAMERAL_TELEGRAM_API_URL": telegram.url,
-        "HTTPS_PROXY": "socks5://127.0.0.1:1080",
+        "HTTPS_PROXY": "socks4://127.0.0.1:1080",
     }
     done = subprocess.run(
         [sys.executable, "-m", "bicameral", "run"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0
-    assert "HTTPS_PROXY" in done.stderr and "socks5" in done.stderr
+    assert "HTTPS_PROXY" in done.stderr and "socks4" in done.stderr
     assert "Traceback" not in done.stderr

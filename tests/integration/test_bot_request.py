@@ -1,4 +1,5 @@
-"""PTB's Bot over BotRequest: the same bodies on the wire as its own httpx layer, and its errors for our failures."""
+"""PTB's Bot over BotRequest (the httpx transport without its client): the bodies on the wire, and PTB's errors for
+failures."""
 
 from __future__ import annotations
 
@@ -98,3 +99,15 @@ async def test_the_bodies_are_what_the_httpx_layer_would_send() -> None:
     head, _, body = seen[0].partition(b"\r\n\r\n")
     assert b"content-type: application/x-www-form-urlencoded" in head.lower()
     assert body == b"chat_id=5&text=a%26b%3Dc+%C3%BC"
+
+
+async def test_a_request_shut_down_still_sends_afterwards() -> None:
+    """The channel's stop closes the pools; a bot started again opens new ones."""
+    fake = FakeTelegram(bot_username="again_bot").start()
+    try:
+        bot = Bot(fake.token, base_url=f"{fake.url}/bot", request=_request())
+        for _ in range(2):
+            async with bot:
+                assert (await bot.get_me()).username == "again_bot"
+    finally:
+        fake.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from bicameral.models.anthropic import API_VERSION, AnthropicModel
 from bicameral.models.base import Message, ModelError, complete
 from bicameral.models.openai import OpenAIModel
 from bicameral.models.remote import RemoteModel
+from bicameral.net import Proxies
 from tests.fakes.model_server import ModelServer, Reply
 
 API_KEY = "sk-test-http-0123456789"
@@ -240,3 +241,113 @@ async def test_an_openai_stream_ends_at_done(tmp_path: Path) -> None:
             assert await _ask(model) == "hi"
         finally:
             await model.aclose()
+
+
+# ---- connections ----------------------------------------------------------------------------------
+
+
+class FlakyServer:
+    """Keeps connections alive; connection n answers `answers[n]` requests (all when not listed), then closes
+    without a word once the next request has arrived."""
+
+    def __init__(self, answers: dict[int, int]) -> None:
+        chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
+        self.body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+        self.answers = answers
+        self.accepted = 0
+        self.answered: list[int] = []  # the connection each answer went out on
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> FlakyServer:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        index, self.accepted = self.accepted, self.accepted + 1
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).lower()
+                await reader.readexactly(int(head.split(b"content-length:")[1].split(b"\r\n")[0]))
+                if self.answered.count(index) >= self.answers.get(index, 1_000):
+                    return
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    + f"content-length: {len(self.body)}\r\n\r\n".encode()
+                    + self.body
+                )
+                await writer.drain()
+                self.answered.append(index)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def test_a_connection_that_closes_before_answering_is_replaced_at_once(tmp_path: Path, slept: list[float]) -> None:
+    """What a kept-alive connection the server gave up on looks like: sent again on a new one, no retry spent."""
+    async with FlakyServer(answers={0: 1}) as flaky:
+        model = OpenAIModel("m", api_key=API_KEY, base_url=flaky.url, max_retries=0, timeout=10.0, data_dir=tmp_path,
+                            sleep=_record(slept))
+        try:
+            assert await _ask(model) == "hi"  # on connection 0, kept alive
+            assert await _ask(model) == "hi"  # connection 0 dies with it; connection 1 answers
+            assert await _ask(model) == "hi"
+        finally:
+            await model.aclose()
+    assert flaky.answered == [0, 1, 1] and flaky.accepted == 2 and slept == []
+
+    async with FlakyServer(answers={0: 0}) as flaky:
+        model = OpenAIModel("m", api_key=API_KEY, base_url=flaky.url, max_retries=0, timeout=10.0, data_dir=tmp_path,
+                            sleep=_record(slept))
+        try:
+            assert await _ask(model) == "hi"
+        finally:
+            await model.aclose()
+    assert flaky.answered == [1] and slept == []
+
+
+async def test_connections_that_keep_closing_before_answering_are_a_connection_error(tmp_path: Path, slept: list[float]) -> None:
+    async with FlakyServer(answers={0: 0, 1: 0, 2: 0, 3: 0}) as flaky:
+        model = OpenAIModel("m", api_key=API_KEY, base_url=flaky.url, max_retries=1, timeout=10.0, data_dir=tmp_path,
+                            sleep=_record(slept))
+        try:
+            with pytest.raises(ModelError) as caught:
+                await _ask(model)
+        finally:
+            await model.aclose()
+    assert caught.value.kind == "connection" and caught.value.retryable
+    assert flaky.accepted == 3 and slept == [0.5]  # once at once, then once after the backoff
+
+
+async def test_a_proxy_that_cannot_connect_is_a_connection_error(tmp_path: Path, slept: list[float]) -> None:
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(3)  # a SOCKS5 greeting offering one method
+        writer.write(b"\x05\xff")  # none acceptable
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(refuse, "127.0.0.1", 0)
+    proxies = Proxies.from_environment({"ALL_PROXY": f"socks5://127.0.0.1:{server.sockets[0].getsockname()[1]}"})
+    model = OpenAIModel("m", api_key=API_KEY, base_url="http://api.invalid", max_retries=1, timeout=10.0, data_dir=tmp_path,
+                        proxies=proxies, sleep=_record(slept))
+    try:
+        with pytest.raises(ModelError) as caught:
+            await _ask(model)
+    finally:
+        await model.aclose()
+        server.close()
+    assert caught.value.kind == "connection" and "through the proxy" in str(caught.value) and slept == [0.5]
+
+
+def _record(slept: list[float]) -> Callable[[float], Awaitable[None]]:
+    async def record(seconds: float) -> None:
+        slept.append(seconds)
+
+    return record

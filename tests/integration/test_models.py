@@ -380,16 +380,17 @@ async def test_missing_local_model_file_is_unavailable(tmp_path: Path) -> None:
     assert caught.value.kind == "unavailable" and "bicameral[local]" in str(caught.value)
 
 
-async def test_shared_http_client_is_used_and_left_open(server: ModelServer, tmp_path: Path) -> None:
-    from bicameral.transport import HttpClient, Proxies
+async def test_a_shared_transport_is_used_and_left_open(server: ModelServer, tmp_path: Path) -> None:
+    from bicameral.net import Proxies
+    from bicameral.net.client import ServiceTransport
 
     settings = _settings(tmp_path, anthropic_base_url=server.url, openai_base_url=server.openai_url)
-    shared = HttpClient(proxies=Proxies.none())
+    shared = ServiceTransport(Proxies.none())
     for ref in ("anthropic:claude-test", "openai:gpt-test"):
-        model: Any = build_model(ref, settings, http_client=shared)
+        model: Any = build_model(ref, settings, transport=shared)
         assert (await complete(model, "", [Message.user("hi")], [], 8)).text == "ok"
         await model.aclose()
-        assert shared.idle_connections() == 1  # the connection it used is still held, for the next one
+        assert list(shared.in_flight()) == [(None, False)]  # its pools, still open for the next one
     await shared.aclose()
     assert len(server.requests) == 2
 

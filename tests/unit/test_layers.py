@@ -13,9 +13,9 @@ SRC = Path(bicameral.__file__).parent
 # of its own layer or above. Top-level modules count as packages of their own.
 LAYERS: list[set[str]] = [
     {"events", "errors", "config", "redaction", "imports"},  # vocabulary, and what never loads
-    # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the HTTP client,
-    # the one text normaliser, file names and folders
-    {"types", "backoff", "observe", "prompts", "failures", "folders", "markup", "transport", "text", "threads"},
+    # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the fixed services'
+    # HTTP set-up, the one text normaliser, file names and folders
+    {"types", "backoff", "observe", "prompts", "failures", "folders", "markup", "net", "text", "threads"},
     {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
     {"tools"},  # the registry and the tools
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)

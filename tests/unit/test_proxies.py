@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-
 import pytest
 
 from bicameral.errors import ConfigError
-from bicameral.transport import Proxies, ProxyRoute
+from bicameral.net import Proxies, ProxyRoute
 
 HTTPS = {"HTTPS_PROXY": "http://secure-proxy:3128"}
 HTTP = {"HTTP_PROXY": "http://plain-proxy:8080"}
-
-
-def _basic(credentials: bytes) -> str:
-    return "Basic " + base64.b64encode(credentials).decode("ascii")
 
 
 def _route(environ: dict[str, str], scheme: str = "https", host: str = "api.example.com", port: int = 443) -> ProxyRoute | None:
@@ -35,36 +29,36 @@ def test_none_and_an_empty_environment_send_everything_direct() -> None:
 
 
 def test_https_proxy_serves_https_only_and_http_proxy_http_only() -> None:
-    assert _route(HTTPS, "https") == ProxyRoute("secure-proxy", 3128, None)
+    assert _route(HTTPS, "https") == ProxyRoute("http", "secure-proxy", 3128)
     assert _route(HTTPS, "http", port=80) is None
-    assert _route(HTTP, "http", port=80) == ProxyRoute("plain-proxy", 8080, None)
+    assert _route(HTTP, "http", port=80) == ProxyRoute("http", "plain-proxy", 8080)
     assert _route(HTTP, "https") is None
 
 
 def test_all_proxy_serves_both_schemes_unless_a_scheme_has_its_own() -> None:
     every = {"ALL_PROXY": "http://every-proxy:1"}
-    assert _route(every, "https") == ProxyRoute("every-proxy", 1, None)
-    assert _route(every, "http", port=80) == ProxyRoute("every-proxy", 1, None)
-    assert _route({**every, **HTTPS}, "https") == ProxyRoute("secure-proxy", 3128, None)
-    assert _route({**every, **HTTPS}, "http", port=80) == ProxyRoute("every-proxy", 1, None)
+    assert _route(every, "https") == ProxyRoute("http", "every-proxy", 1)
+    assert _route(every, "http", port=80) == ProxyRoute("http", "every-proxy", 1)
+    assert _route({**every, **HTTPS}, "https") == ProxyRoute("http", "secure-proxy", 3128)
+    assert _route({**every, **HTTPS}, "http", port=80) == ProxyRoute("http", "every-proxy", 1)
 
 
 @pytest.mark.parametrize("variable", ["https_proxy", "http_proxy", "all_proxy"])
 def test_the_lower_case_spelling_wins_over_the_upper_case_one(variable: str) -> None:
     environ = {variable.upper(): "http://upper:1", variable: "http://lower:2"}
     scheme = "http" if variable == "http_proxy" else "https"
-    assert _route(environ, scheme) == ProxyRoute("lower", 2, None)
+    assert _route(environ, scheme) == ProxyRoute("http", "lower", 2)
 
 
 def test_either_spelling_alone_is_read() -> None:
-    assert _route({"https_proxy": "http://lower:2"}) == ProxyRoute("lower", 2, None)
-    assert _route({"HTTP_PROXY": "http://upper:1"}, "http", port=80) == ProxyRoute("upper", 1, None)
+    assert _route({"https_proxy": "http://lower:2"}) == ProxyRoute("http", "lower", 2)
+    assert _route({"HTTP_PROXY": "http://upper:1"}, "http", port=80) == ProxyRoute("http", "upper", 1)
 
 
 def test_an_empty_or_blank_value_counts_as_unset_as_in_curl() -> None:
-    assert _route({"https_proxy": "", "HTTPS_PROXY": "http://upper:1"}) == ProxyRoute("upper", 1, None)
+    assert _route({"https_proxy": "", "HTTPS_PROXY": "http://upper:1"}) == ProxyRoute("http", "upper", 1)
     assert _route({"HTTPS_PROXY": "   "}) is None
-    assert _route({"HTTPS_PROXY": "", "ALL_PROXY": "http://every:3"}) == ProxyRoute("every", 3, None)
+    assert _route({"HTTPS_PROXY": "", "ALL_PROXY": "http://every:3"}) == ProxyRoute("http", "every", 3)
 
 
 def test_the_no_proxy_lower_case_spelling_wins_too() -> None:
@@ -78,74 +72,88 @@ def test_other_schemes_never_use_a_proxy() -> None:
 
 
 def test_the_scheme_is_matched_without_regard_to_case() -> None:
-    assert _route(HTTPS, "HTTPS") == ProxyRoute("secure-proxy", 3128, None)
+    assert _route(HTTPS, "HTTPS") == ProxyRoute("http", "secure-proxy", 3128)
 
 
 # Reading a proxy URL
 
 
 def test_a_proxy_without_a_scheme_is_http() -> None:
-    assert _route({"HTTPS_PROXY": "proxy.internal:3128"}) == ProxyRoute("proxy.internal", 3128, None)
+    assert _route({"HTTPS_PROXY": "proxy.internal:3128"}) == ProxyRoute("http", "proxy.internal", 3128)
 
 
 def test_a_proxy_without_a_port_uses_port_80() -> None:
-    assert _route({"HTTPS_PROXY": "http://proxy.internal"}) == ProxyRoute("proxy.internal", 80, None)
-    assert _route({"HTTPS_PROXY": "proxy.internal/"}) == ProxyRoute("proxy.internal", 80, None)
+    assert _route({"HTTPS_PROXY": "http://proxy.internal"}) == ProxyRoute("http", "proxy.internal", 80)
+    assert _route({"HTTPS_PROXY": "proxy.internal/"}) == ProxyRoute("http", "proxy.internal", 80)
 
 
 def test_the_scheme_and_host_are_read_without_regard_to_case_and_surrounding_space() -> None:
-    assert _route({"HTTPS_PROXY": "  HTTP://Proxy.Internal:3128/  "}) == ProxyRoute("proxy.internal", 3128, None)
+    assert _route({"HTTPS_PROXY": "  HTTP://Proxy.Internal:3128/  "}) == ProxyRoute("http", "proxy.internal", 3128)
 
 
 def test_an_ipv6_proxy_address_loses_its_brackets() -> None:
-    assert _route({"HTTPS_PROXY": "http://[::1]:3128"}) == ProxyRoute("::1", 3128, None)
+    assert _route({"HTTPS_PROXY": "http://[::1]:3128"}) == ProxyRoute("http", "::1", 3128)
 
 
-def test_credentials_become_a_basic_proxy_authorization_percent_decoded() -> None:
+def test_credentials_are_percent_decoded() -> None:
     route = _route({"HTTPS_PROXY": "http://al%20ice:p%40ss%3Aw%C3%B6rd@proxy:3128"})
-    assert route == ProxyRoute("proxy", 3128, _basic("al ice:p@ss:wörd".encode()))
+    assert route == ProxyRoute("http", "proxy", 3128, ("al ice", "p@ss:wörd"))
 
 
-def test_a_user_without_a_password_authorizes_with_an_empty_one() -> None:
-    assert _route({"HTTPS_PROXY": "http://alice@proxy:3128"}) == ProxyRoute("proxy", 3128, _basic(b"alice:"))
+def test_a_user_without_a_password_has_an_empty_one() -> None:
+    assert _route({"HTTPS_PROXY": "http://alice@proxy:3128"}) == ProxyRoute("http", "proxy", 3128, ("alice", ""))
 
 
-def test_no_user_means_no_authorization() -> None:
+def test_no_user_means_no_credentials() -> None:
     route = _route({"HTTPS_PROXY": "http://proxy:3128"})
-    assert route is not None and route.authorization is None
+    assert route is not None and route.auth is None
 
 
-def test_credentials_stay_out_of_the_repr() -> None:
-    proxies = Proxies.from_environment({"HTTPS_PROXY": "http://alice:hunter2@proxy:3128"})
+def test_credentials_stay_out_of_the_repr_and_the_url() -> None:
+    proxies = Proxies.from_environment({"HTTPS_PROXY": "socks5://alice:hunter2@proxy:1080"})
     route = proxies.for_url("https", "api.example.com", 443)
-    assert route is not None and route.authorization is not None
-    for shown in (repr(route), repr(proxies)):
-        assert "hunter2" not in shown and route.authorization not in shown
+    assert route is not None and route.auth == ("alice", "hunter2")
+    for shown in (repr(route), repr(proxies), route.url):
+        assert "hunter2" not in shown and "alice" not in shown
+    assert route.url == "socks5://proxy:1080"
+
+
+@pytest.mark.parametrize("scheme", ["socks5", "socks5h", "SOCKS5H"])
+def test_socks5_proxies_are_read_with_their_own_default_port(scheme: str) -> None:
+    assert _route({"ALL_PROXY": f"{scheme}://proxy"}) == ProxyRoute(scheme.lower(), "proxy", 1080)
+    assert _route({"HTTP_PROXY": f"{scheme}://u:p@proxy:9050"}, "http", port=80) == ProxyRoute(
+        scheme.lower(), "proxy", 9050, ("u", "p")
+    )
+
+
+def test_an_ipv6_proxy_keeps_its_brackets_in_the_url() -> None:
+    route = _route({"HTTPS_PROXY": "socks5h://[::1]:9050"})
+    assert route is not None and route.host == "::1" and route.url == "socks5h://[::1]:9050"
 
 
 # Proxies that cannot be used
 
 
-@pytest.mark.parametrize("scheme", ["socks5", "socks5h", "socks4", "https"])
+@pytest.mark.parametrize("scheme", ["socks4", "socks4a", "https", "ftp"])
 @pytest.mark.parametrize("variable", ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
-def test_a_proxy_scheme_other_than_http_is_a_config_error_naming_the_variable(scheme: str, variable: str) -> None:
+def test_a_proxy_scheme_we_cannot_speak_is_a_config_error_naming_the_variable(scheme: str, variable: str) -> None:
     with pytest.raises(ConfigError) as refused:
         Proxies.from_environment({variable: f"{scheme}://alice:hunter2@proxy:1080"})
     message = str(refused.value)
-    assert variable in message and f"{scheme}://" in message and "http://" in message
+    assert variable in message and f"{scheme}://" in message and "http://" in message and "socks5://" in message
     assert "\n" not in message and "hunter2" not in message
 
 
 def test_the_error_names_the_spelling_that_was_read() -> None:
     with pytest.raises(ConfigError, match=r"^https_proxy "):
-        Proxies.from_environment({"HTTPS_PROXY": "http://fine:1", "https_proxy": "socks5://proxy:1080"})
+        Proxies.from_environment({"HTTPS_PROXY": "http://fine:1", "https_proxy": "socks4://proxy:1080"})
 
 
 def test_a_variable_shadowed_by_another_spelling_or_a_scheme_of_its_own_is_not_judged() -> None:
-    shadowed = {"HTTPS_PROXY": "socks5://proxy:1080", "https_proxy": "http://fine:1"}
-    assert _route(shadowed) == ProxyRoute("fine", 1, None)
-    unused_all = {**HTTPS, **HTTP, "ALL_PROXY": "socks5://proxy:1080"}
-    assert _route(unused_all) == ProxyRoute("secure-proxy", 3128, None)
+    shadowed = {"HTTPS_PROXY": "socks4://proxy:1080", "https_proxy": "http://fine:1"}
+    assert _route(shadowed) == ProxyRoute("http", "fine", 1)
+    unused_all = {**HTTPS, **HTTP, "ALL_PROXY": "socks4://proxy:1080"}
+    assert _route(unused_all) == ProxyRoute("http", "secure-proxy", 3128)
 
 
 @pytest.mark.parametrize("value", ["http://", "http://:3128", "http://proxy:port", "http://proxy:99999"])
@@ -234,7 +242,7 @@ def test_no_proxy_applies_to_both_schemes_and_to_all_proxy() -> None:
     environ = {"ALL_PROXY": "http://every:1", "NO_PROXY": "example.com"}
     assert _route(environ, "https") is None
     assert _route(environ, "http", port=80) is None
-    assert _route(environ, "https", host="api.other.org") == ProxyRoute("every", 1, None)
+    assert _route(environ, "https", host="api.other.org") == ProxyRoute("http", "every", 1)
 
 
 def test_no_proxy_alone_changes_nothing() -> None:

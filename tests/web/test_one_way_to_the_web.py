@@ -8,11 +8,11 @@ from pathlib import Path
 import bicameral
 
 SRC = Path(bicameral.__file__).parent
-HTTP_CLIENTS = {"httpx", "httpx2", "aiohttp", "requests", "urllib3", "h11", "bicameral.transport"}
+HTTP_CLIENTS = {"httpx", "httpx2", "httpcore", "aiohttp", "requests", "urllib3", "h11", "h2", "bicameral.net"}
 NETWORK_MODULES = HTTP_CLIENTS | {"socket", "http.client", "urllib.request", "websockets"}
 # The model adapters and channels speak to their configured services, never to a URL a user or model
-# chose; `transport` is the client they share, and checks no address (bicameral.web does that).
-MAY_CONNECT = {"web", "models", "channels", "mcp", "transport"}
+# chose; `net` is the httpx set-up they share (proxies included), and checks no address (bicameral.web does that).
+MAY_CONNECT = {"web", "models", "channels", "mcp", "net"}
 
 
 def _network(path: Path, modules: set[str]) -> set[str]:
@@ -47,4 +47,14 @@ def test_only_the_web_package_and_the_platform_clients_import_http_libraries():
         network = _network(path, HTTP_CLIENTS)
         if network:
             offenders.append(f"{path.relative_to(SRC)}: {sorted(network)}")
+    assert offenders == []
+
+
+def test_web_fetches_never_go_through_the_services_proxies():
+    """The proxy variables are for the Bot API and the model APIs; a proxy would resolve names past web's checks."""
+    offenders = [
+        str(path.relative_to(SRC))
+        for path in sorted((SRC / "web").rglob("*.py"))
+        if any(name == "bicameral.net" or name.startswith("bicameral.net.") for name in _imports(path))
+    ]
     assert offenders == []

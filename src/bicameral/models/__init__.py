@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from bicameral.config import ModelRef, Settings, parse_model_ref
 from bicameral.models.base import Message, Model, ModelError, complete
-from bicameral.transport import Proxies
+from bicameral.net import Proxies
 
 if TYPE_CHECKING:
     from bicameral.models.local import LocalModel
-    from bicameral.transport import HttpClient
+    from bicameral.net.client import ServiceTransport
 
 __all__ = ["build_model", "describe", "ping"]
 
@@ -19,8 +19,8 @@ __all__ = ["build_model", "describe", "ping"]
 _DEFAULT_LOCAL_NAMES = {"", "default", "smollm2"}
 
 
-def build_model(ref: str, settings: Settings, *, http_client: HttpClient | None = None) -> Model:
-    """The Model adapter for `ref`; `http_client` is shared when given."""
+def build_model(ref: str, settings: Settings, *, transport: ServiceTransport | None = None) -> Model:
+    """The Model adapter for `ref`; `transport` (its connections) is shared when given."""
     parsed = parse_model_ref(ref)
     # Adapters are imported when configured: the local one pulls in llama.cpp.
     if parsed.provider == "anthropic":
@@ -33,7 +33,7 @@ def build_model(ref: str, settings: Settings, *, http_client: HttpClient | None 
             max_retries=settings.model_max_retries,
             timeout=settings.model_timeout_seconds,
             data_dir=settings.data_dir,
-            http_client=http_client,
+            transport=transport,
             proxies=Proxies.from_environment(settings.proxy_variables()),
         )
     if parsed.provider == "openai":
@@ -46,7 +46,7 @@ def build_model(ref: str, settings: Settings, *, http_client: HttpClient | None 
             max_retries=settings.model_max_retries,
             timeout=settings.model_timeout_seconds,
             data_dir=settings.data_dir,
-            http_client=http_client,
+            transport=transport,
             proxies=Proxies.from_environment(settings.proxy_variables()),
         )
     if parsed.provider == "local":

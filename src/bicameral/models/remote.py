@@ -1,6 +1,6 @@
 """What every model behind an HTTP completion API shares: the request, its retries, the stream, failures.
 
-The requests go out on bicameral.transport, the client the Bot API calls use too; the vendor SDKs
+The requests go out on httpx, set up as the Bot API calls' are (bicameral.net); the vendor SDKs
 would add their own HTTP stack and 14-40 MB of imports to say the same few JSON documents.
 """
 
@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import aclosing
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+import httpx
+
 from bicameral.backoff import backoff_delay
 from bicameral.models.base import Message, ModelError, ModelEvent, ToolSpec
-from bicameral.models.sse import ServerEvent, server_events
+from bicameral.models.sse import ServerEvent, server_events, text_lines
+from bicameral.net import Proxies
+from bicameral.net.client import ServiceTransport
 from bicameral.redaction import Redactor
-from bicameral.transport import ConnectError, HttpClient, Proxies, Response, Timeouts, TransportError, TransportTimeout
 
 # The failures a second attempt may cure; the rest (auth, bad_request) will fail the same way again.
 RETRYABLE_KINDS = frozenset({"rate_limit", "overloaded", "server", "connection", "timeout"})
@@ -30,7 +33,11 @@ _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
 _RETRY_AFTER_CAP_SECONDS = 60.0  # a longer wait is better spent telling the user
 # Connections kept for the next burst: a new TLS connection to a provider costs a handshake.
-_IDLE_CONNECTIONS = 256
+_CONNECTIONS = 256
+# The connection died before any answer came: most likely a kept-alive one the server had just
+# closed, so the request is sent again at once on a new one (later such failures wait their backoff).
+_LOST_BEFORE_ANSWER = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # control characters but tab
 _TOOL_SETS_KEPT = 8  # the front's actions, the executor's tools, and a few sets as MCP servers come and go
 _HEADLINES = {
     "rate_limit": "{} is rate-limiting requests",
@@ -71,7 +78,7 @@ class RemoteModel(ABC):
         max_retries: int,
         timeout: float,
         data_dir: Path,
-        http_client: HttpClient | None = None,
+        transport: ServiceTransport | None = None,
         proxies: Proxies | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -82,8 +89,9 @@ class RemoteModel(ABC):
         self.timeout = timeout
         self._api_key = api_key
         self._max_retries = max_retries
-        self._shared_client = http_client
-        self._own_client: HttpClient | None = None
+        self._shared_transport = transport
+        self._own_transport: ServiceTransport | None = None
+        self._checked_headers: dict[str, str] | None = None
         self._proxies = proxies
         self._sleep = sleep
         self._redact = Redactor([api_key] if api_key else [])
@@ -96,21 +104,28 @@ class RemoteModel(ABC):
         """One completion as a stream of events; raises ModelError on failure."""
         if not self._api_key and not self.base_url:
             raise ModelError("auth", self.missing_key)
+        headers = self._request_headers()
         body = self.encode_body(system, messages, tools, max_tokens)
         try:
-            async with aclosing(await self._open(body)) as response:
+            response = await self._open(headers, body)
+            try:
                 reader = self._reader()
-                async for event in server_events(response.lines()):
+                async for event in server_events(text_lines(response.aiter_raw())):
                     for out in self._read(reader, event):
                         yield out
+            finally:
+                await response.aclose()
             for out in reader.finish():
                 yield out
-        except TransportTimeout:
+        except httpx.TimeoutException:
             raise self.error("timeout", self.timeout_text()) from None
-        except ConnectError:
+        except httpx.ConnectError:
             raise self.error("connection", f"could not connect to {self.service}") from None
-        except TransportError as err:
-            raise self.error("connection", f"lost the connection to {self.service} mid-reply: {err}") from None
+        except httpx.ProxyError as err:
+            raise self.error("connection", f"could not connect to {self.service} through the proxy: {err}") from None
+        except httpx.TransportError as err:
+            detail = str(err) or type(err).__name__
+            raise self.error("connection", f"lost the connection to {self.service} mid-reply: {detail}") from None
 
     def encode_body(self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> bytes:
         """The request body as sent: the call's own JSON with the tool set's, encoded once, spliced in."""
@@ -121,9 +136,9 @@ class RemoteModel(ABC):
         return text.encode("utf-8", "replace")
 
     async def aclose(self) -> None:
-        """Close the kept-alive connections (a shared `http_client` is left to its owner)."""
-        if self._own_client is not None:
-            await self._own_client.aclose()
+        """Close the kept-alive connections (a shared `transport` is left to its owner)."""
+        if self._own_transport is not None:
+            await self._own_transport.aclose()
 
     def error(self, kind: str, text: str) -> ModelError:
         """A ModelError whose text carries no configured secret."""
@@ -182,56 +197,74 @@ class RemoteModel(ABC):
             found = self._encoded_tools[key] = (tuple(tools), json.dumps(self._tools(tools), ensure_ascii=False))
         return found[1]
 
-    def _client(self) -> HttpClient:
-        if self._shared_client is not None:
-            return self._shared_client
-        if self._own_client is None:
-            timeouts = Timeouts(connect=self.timeout, read=self.timeout, write=self.timeout)
-            self._own_client = HttpClient(timeouts=timeouts, idle_per_origin=_IDLE_CONNECTIONS, proxies=self._proxies)
-        return self._own_client
+    def _transport(self) -> ServiceTransport:
+        if self._shared_transport is not None:
+            return self._shared_transport
+        if self._own_transport is None:
+            self._own_transport = ServiceTransport(self._proxies or Proxies.none(), connections=_CONNECTIONS)
+        return self._own_transport
+
+    def _request_headers(self) -> dict[str, str]:
+        """The request's headers, checked once: a value HTTP forbids (a key pasted with its line break) is refused
+        unsent and unquoted."""
+        if self._checked_headers is None:
+            # The stream uncompressed, read as it comes (aiter_raw): no decoder layers between each chunk and us.
+            headers = {"content-type": "application/json", "accept": "text/event-stream", "accept-encoding": "identity"}
+            headers |= self._headers()
+            for name, value in headers.items():
+                if _FORBIDDEN_IN_HEADERS.search(value):
+                    raise self.error("auth", f"the {name} header holds a character HTTP forbids (a line break?); "
+                                     f"check {self.key_setting}")
+            self._checked_headers = headers
+        return self._checked_headers
 
     def _url(self) -> str:
         return (self.base_url or self.default_base_url).rstrip("/") + self.path
 
-    async def _open(self, body: bytes) -> Response:
+    async def _open(self, headers: dict[str, str], body: bytes) -> httpx.Response:
         """The streaming response to `body`, after the retries its failures allow; ModelError if none succeeds."""
-        client = self._client()
-        headers = {"content-type": "application/json", "accept": "text/event-stream", **self._headers()}
+        transport = self._transport()
+        url = self._url()
+        timeout = httpx.Timeout(self.timeout)
         tries = 0
+        lost = False  # a connection already died before answering this call
         while True:
             tries += 1
             try:
-                response = await client.send("POST", self._url(), headers=headers, body=body)
-            except (ConnectError, TransportTimeout) as err:
-                if tries > self._max_retries or (isinstance(err, TransportTimeout) and err.phase != "connect"):
+                response = await transport.request("POST", url, timeout=timeout, headers=headers, content=body)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError, *_LOST_BEFORE_ANSWER) as err:
+                if isinstance(err, _LOST_BEFORE_ANSWER) and not lost:
+                    lost, tries = True, tries - 1
+                    continue
+                if tries > self._max_retries:
                     raise
                 await self._sleep(backoff_delay(_RETRY_BASE_SECONDS, _RETRY_CAP_SECONDS, tries))
                 continue
-            if response.status < 400 and _is_event_stream(response):
+            if response.status_code < 400 and _is_event_stream(response):
                 return response
             try:
-                await response.read()
+                await response.aread()
             finally:
                 await response.aclose()
-            if response.status < 400:
+            if response.status_code < 400:
                 # Success that is not a stream at all: a proxy's HTML page, a JSON body.
                 shown = response.headers.get("content-type", "").split(";")[0] or "no content type"
                 raise self.error("server", f"{self.service} answered with {shown} instead of an event stream")
             if tries > self._max_retries or not _worth_retrying(response):
-                raise self.error_answer(response.status, _parsed(response))
+                raise self.error_answer(response.status_code, _parsed(response))
             await self._sleep(_retry_delay(response.headers, tries))
 
 
-def _is_event_stream(response: Response) -> bool:
+def _is_event_stream(response: httpx.Response) -> bool:
     return str(response.headers.get("content-type", "")).startswith("text/event-stream")
 
 
-def _worth_retrying(response: Response) -> bool:
+def _worth_retrying(response: httpx.Response) -> bool:
     # Both vendors say explicitly when a retry would (not) help; otherwise the status decides.
     verdict: str | None = response.headers.get("x-should-retry")
     if verdict in ("true", "false"):
         return verdict == "true"
-    return response.status in _RETRY_STATUSES or response.status >= 500
+    return response.status_code in _RETRY_STATUSES or response.status_code >= 500
 
 
 def _retry_delay(headers: Mapping[str, str], tries: int) -> float:
@@ -259,7 +292,7 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _parsed(response: Response) -> Any:
+def _parsed(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:

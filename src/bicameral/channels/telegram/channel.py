@@ -18,8 +18,8 @@ from bicameral.config import Settings
 from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 from bicameral.imports import warm_in_background
+from bicameral.net import Proxies
 from bicameral.redaction import Redactor
-from bicameral.transport import Proxies
 from bicameral.types import Sleep
 
 from .actions import ActionPerformer, retry_seconds
@@ -38,7 +38,7 @@ BACKOFF_MAX = 30.0
 # within about a second, and an idle bot costs next to nothing.
 IDLE_INTERVAL = 1.0
 IDLE_FLOOR = 0.25
-CONNECTIONS = 32  # idle connections kept: the actions' in-flight cap, plus the long poll and file downloads
+CONNECTIONS = 32  # connections kept alive: the actions' in-flight cap, plus the long poll and file downloads
 BAD_TOKEN = "Telegram rejected the token: check BICAMERAL_TELEGRAM_TOKEN"
 CONFLICT = (
     "Telegram reports another process polling this bot token (409 Conflict): "

@@ -1,30 +1,37 @@
-"""Which HTTP proxy a request goes through, read from the proxy variables the way curl reads them."""
+"""Which proxy a request to a fixed service goes through, read from the proxy variables the way curl reads them."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
-from urllib.parse import SplitResult, unquote_to_bytes, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from bicameral.errors import ConfigError
 
 IPAddress = IPv4Address | IPv6Address
 Network = IPv4Network | IPv6Network
 
-# An http:// proxy URL without a port means port 80, as httpx and requests read it (curl assumes 1080).
-_DEFAULT_PROXY_PORT = 80
+# A proxy URL without a port: port 80 for http://, as httpx and requests read it (curl assumes 1080),
+# and the SOCKS port, 1080, for socks5:// and socks5h://.
+_DEFAULT_PORTS = {"http": 80, "socks5": 1080, "socks5h": 1080}
 
 
 @dataclass(frozen=True)
 class ProxyRoute:
-    """Where a proxied request connects, and the Proxy-Authorization value to send there, if any."""
+    """A proxy: its scheme (http, socks5 or socks5h), host and port, and the credentials to give it, if any."""
 
+    scheme: str
     host: str
     port: int
     # Credentials stay out of reprs, so a route logged or shown in a failure never leaks them.
-    authorization: str | None = field(default=None, repr=False)
+    auth: tuple[str, str] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        """The proxy's URL without its credentials."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,10 @@ class _Exemption:
 
 @dataclass(frozen=True)
 class Proxies:
-    """The proxy for each scheme and the hosts that bypass it; `for_url` answers per request."""
+    """The proxy for each scheme and the hosts that bypass it; `for_url` answers per request.
+
+    A socks5:// proxy is handed the name, as with socks5h://: httpx lets the proxy resolve it either way.
+    """
 
     http: ProxyRoute | None = None
     https: ProxyRoute | None = None
@@ -95,28 +105,22 @@ def _variable(environ: Mapping[str, str], lower: str) -> tuple[str, str] | None:
 
 
 def _route(variable: str, value: str) -> ProxyRoute:
-    """The route a proxy URL describes; anything but a plain http:// proxy is refused by the variable's name."""
+    """The route a proxy URL describes; a scheme other than http, socks5 and socks5h is refused by the variable's name."""
     parts = urlsplit(value if "://" in value else "http://" + value)
-    if parts.scheme.lower() != "http":
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
         # The value itself is not repeated: it may hold a password.
         raise ConfigError(
-            f"{variable} names a {parts.scheme}:// proxy; only http:// proxies are supported (HTTPS is tunnelled through them)"
+            f"{variable} names a {parts.scheme}:// proxy; only http://, socks5:// and socks5h:// proxies are supported"
         )
     if not parts.hostname:
-        raise ConfigError(f"{variable} has no proxy host; expected http://host:port")
+        raise ConfigError(f"{variable} has no proxy host; expected {scheme}://host:port")
     try:
-        port = parts.port or _DEFAULT_PROXY_PORT
+        port = parts.port or _DEFAULT_PORTS[scheme]
     except ValueError:
-        raise ConfigError(f"{variable} has an invalid proxy port; expected http://host:port") from None
-    return ProxyRoute(parts.hostname, port, _basic_authorization(parts))
-
-
-def _basic_authorization(parts: SplitResult) -> str | None:
-    """`Basic base64(user:password)` from the URL's percent-encoded credentials, None without a user."""
-    if parts.username is None:
-        return None
-    credentials = unquote_to_bytes(parts.username) + b":" + unquote_to_bytes(parts.password or "")
-    return "Basic " + base64.b64encode(credentials).decode("ascii")
+        raise ConfigError(f"{variable} has an invalid proxy port; expected {scheme}://host:port") from None
+    auth = None if parts.username is None else (unquote(parts.username), unquote(parts.password or ""))
+    return ProxyRoute(scheme, parts.hostname, port, auth)
 
 
 def _exemptions(variable: tuple[str, str] | None) -> tuple[tuple[_Exemption, ...], bool]:
