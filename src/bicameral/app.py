@@ -11,11 +11,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.subagent import SubAgentRunner, restricted_tools
-from bicameral.back.executor import NativeExecutor
+from bicameral.back.executor import BackConfig, NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.delivery.outbox import Outbox
@@ -23,17 +23,18 @@ from bicameral.delivery.router import ActionRouter
 from bicameral.errors import ConfigError
 from bicameral.events import SendText, chat_key
 from bicameral.failures import failure_sentence
-from bicameral.front.chamber import FrontChamber
+from bicameral.front.chamber import FrontChamber, FrontConfig
 from bicameral.gate.access import AccessPolicy
-from bicameral.gate.gate import Gate
+from bicameral.gate.gate import Gate, GateConfig
 from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model
 from bicameral.models.base import Model
 from bicameral.redaction import Redactor
-from bicameral.sandbox.artifacts import OUTGOING_DIR, discard, prune
+from bicameral.sandbox.artifacts import OUTGOING_DIR, SendLimits, discard, prune
 from bicameral.sandbox.runner import Sandbox
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
-from bicameral.single import SingleChamber
+from bicameral.scheduler.retry import FireRetry
+from bicameral.single import SingleChamber, SingleConfig
 from bicameral.store import Stores
 from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
@@ -44,9 +45,17 @@ from bicameral.tools.registry import ToolRegistry, discover_tools
 from bicameral.tools.shell import RunCommand
 from bicameral.tools.subagent import SubAgent
 from bicameral.tools.web import WebFetch, WebSearch
-from bicameral.turns.lanes import Conversation
+from bicameral.turns.lanes import Conversation, LaneConfig
 from bicameral.turns.turn import TurnHandler
 from bicameral.types import Clock
+from bicameral.web.fetch import FetchLimits, WebFetcher
+from bicameral.web.search import DdgsSearcher
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+    from bicameral.claude_code.chamber import ChamberConfig
+    from bicameral.claude_code.config import ClaudeCodeConfig
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +132,7 @@ class App:
         _prune_outgoing(settings, self.stores, self.tasks, self._clock())
         _prune_sent(settings, self.stores, self._clock())  # after the files: their lookup reads these rows
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
-        web: list[Tool[Any]] = [WebFetch.from_settings(settings), WebSearch.from_settings(settings)]
+        web: list[Tool[Any]] = [web_fetch_tool(settings), web_search_tool(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
         no_sub_agent = ("sub_agent",) if settings.back.provider == "claude-code" else ()
         self.registry = ToolRegistry(
@@ -135,7 +144,7 @@ class App:
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"
         self.conversation = Conversation(
-            settings,
+            lane_config(settings),
             self.handler,
             self.outbox,
             self.stores.messages,
@@ -145,7 +154,9 @@ class App:
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
-        self.gate = Gate(settings, access, self.stores, self.router, self.conversation.submit, limiter, clock=self._clock)
+        self.gate = Gate(
+            gate_config(settings), access, self.stores, self.router, self.conversation.submit, limiter, clock=self._clock
+        )
 
         await self.handler.start()
         for channel in self.channels:
@@ -171,21 +182,28 @@ class App:
         if settings.back.provider == "claude-code" and self.mode == "single":
             from bicameral.claude_code.chamber import ClaudeCodeChamber
 
-            return ClaudeCodeChamber(settings, self.stores, self.registry, self.outbox.perform, on_fatal=self.fail)
+            return ClaudeCodeChamber(
+                claude_code_config(settings),
+                claude_code_chamber_config(settings),
+                self.stores,
+                self.registry,
+                self.outbox.perform,
+                on_fatal=self.fail,
+            )
         if settings.back.provider == "claude-code":
             from bicameral.claude_code.executor import ClaudeCodeExecutor
 
-            executor: Executor = ClaudeCodeExecutor(settings, self.stores, self.registry)
+            executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry)
         else:
             back_model = self._model(self._given_models[0], settings.back_model)
             sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))
             self._sub_agent = SubAgentRunner(replace(sub_agent_loop, max_iterations=settings.sub_agent_max_iterations))
             if self.mode == "single":
-                return SingleChamber(settings, self.stores, self._runner(back_model, self.registry))
+                return SingleChamber(single_config(settings), self.stores, self._runner(back_model, self.registry))
             back_tools = self.registry.subset(exclude_messaging=True)
-            executor = NativeExecutor(settings, self.stores, self._runner(back_model, back_tools))
+            executor = NativeExecutor(back_config(settings), self.stores, self._runner(back_model, back_tools))
         front_model = self._model(self._given_models[1], settings.front_model)
-        return FrontChamber(settings, self.stores, self.tasks, front_model, executor, self.outbox)
+        return FrontChamber(front_config(settings), self.stores, self.tasks, front_model, executor, self.outbox)
 
     def _build_scheduler(self) -> Scheduler:
         """Reminders go out through the outbox; scheduled tasks enter the conversation like messages."""
@@ -370,9 +388,158 @@ def configured_channels(settings: Settings) -> list[Channel]:
 
 async def _tools(settings: Settings) -> list[Tool[Any]]:
     """Every tool, with `run` on the configured bubblewrap, or without `run` where that cannot sandbox anything."""
-    run = RunCommand(Sandbox.from_settings(settings))
+    run = RunCommand(run_sandbox(settings))
     tools = [tool for tool in discover_tools() if tool.name != run.name]
     if why := await run.why_off():
         log.warning("the run tool is off: %s", why)
         return tools
     return [*tools, run]
+
+
+# --- Settings, read here once: what each component is given ---
+
+
+def run_sandbox(settings: Settings) -> Sandbox:
+    """The `run` tool's bubblewrap sandbox, with the workspace quota and the free space kept."""
+    return Sandbox.configured(
+        settings.sandbox_bwrap, quota_mb=settings.workspace_quota_mb, reserve_mb=settings.disk_reserve_mb
+    )
+
+
+def web_fetch_tool(settings: Settings) -> WebFetch:
+    limits = FetchLimits(
+        max_bytes=settings.web_fetch_max_bytes,
+        timeout_seconds=settings.web_fetch_timeout_seconds,
+        max_redirects=settings.web_fetch_max_redirects,
+    )
+    return WebFetch(WebFetcher(limits))
+
+
+def web_search_tool(settings: Settings) -> WebSearch:
+    return WebSearch(DdgsSearcher(timeout_seconds=settings.web_search_timeout_seconds))
+
+
+def gate_config(settings: Settings) -> GateConfig:
+    return GateConfig(
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        max_inbound_chars=settings.max_inbound_chars,
+        group_member_rate_limit_per_min=settings.group_member_rate_limit_per_min,
+        group_rate_limit_per_min=settings.group_rate_limit_per_min,
+        refused_keep=settings.refused_keep,
+        refused_digest_interval_seconds=settings.refused_digest_interval_seconds,
+    )
+
+
+def lane_config(settings: Settings) -> LaneConfig:
+    return LaneConfig(
+        bot_name=settings.bot_name,
+        owner_id=settings.owner_id,
+        debounce_ms=settings.debounce_ms,
+        max_concurrent_turns=settings.max_concurrent_turns,
+        typing_delay_seconds=settings.typing_delay_seconds,
+        typing_interval_seconds=settings.typing_interval_seconds,
+    )
+
+
+def send_limits(settings: Settings) -> SendLimits:
+    """How many files a turn or task may send (`send_file`), and how large each may be."""
+    return SendLimits(max_files=settings.send_files_max, max_bytes=settings.send_file_max_bytes)
+
+
+def fire_retry(settings: Settings) -> FireRetry:
+    """How a failed scheduled task's run is tried again, in every chamber."""
+    return FireRetry(
+        settings.schedule_task_attempts, settings.schedule_retry_base_seconds, settings.schedule_retry_cap_seconds
+    )
+
+
+def single_config(settings: Settings) -> SingleConfig:
+    return SingleConfig(
+        bot_name=settings.bot_name,
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        sending=send_limits(settings),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        memory_extraction=settings.memory_extraction,
+        progress_note_after_seconds=settings.progress_note_after_seconds,
+        session_compact_tokens=settings.session_compact_tokens,
+        max_session_messages=settings.max_session_messages,
+        scheduled_retry=fire_retry(settings),
+    )
+
+
+def front_config(settings: Settings) -> FrontConfig:
+    return FrontConfig(
+        bot_name=settings.bot_name,
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        sending=send_limits(settings),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        memory_extraction=settings.memory_extraction,
+        front_max_tokens=settings.front_max_tokens,
+        front_context_messages=settings.front_context_messages,
+        short_result_chars=settings.short_result_chars,
+        delivery_pause_scale=settings.delivery_pause_scale,
+        status_interval_seconds=settings.status_interval_seconds,
+        progress_interval_seconds=settings.progress_interval_seconds,
+        away_after_seconds=settings.away_after_seconds,
+        burst_followup_seconds=settings.burst_followup_seconds,
+        task_max_attempts=settings.task_max_attempts,
+        task_retry_delay_seconds=settings.task_retry_delay_seconds,
+        scheduled_retry=fire_retry(settings),
+    )
+
+
+def back_config(settings: Settings) -> BackConfig:
+    return BackConfig(
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        sending=send_limits(settings),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        task_compact_tokens=settings.task_compact_tokens,
+    )
+
+
+def claude_code_config(settings: Settings) -> ClaudeCodeConfig:
+    """The CLI, its log-in and its supervision, for the Claude Code chamber and executor alike."""
+    from bicameral.claude_code.config import ClaudeCodeConfig
+
+    def secret(value: SecretStr | None) -> str | None:
+        return (value.get_secret_value() or None) if value is not None else None
+
+    return ClaudeCodeConfig(
+        data_dir=settings.data_dir,
+        owner_id=settings.owner_id,
+        binary=settings.claude_bin,
+        model=settings.back.model,
+        effort=settings.claude_effort,
+        api_key=secret(settings.anthropic_api_key),
+        base_url=settings.anthropic_base_url,
+        oauth_token=secret(settings.claude_oauth_token),
+        proxy=settings.claude_proxy,
+        plugins_path=settings.resolved_plugins_path,
+        liveness_timeout=settings.liveness_timeout_seconds,
+        liveness_poll=settings.liveness_poll_seconds,
+        backoff_base=settings.crash_backoff_base,
+        backoff_cap=settings.crash_backoff_cap,
+        crash_limit=settings.crash_limit,
+        crash_window_seconds=settings.crash_window_seconds,
+        tool_error_max=settings.tool_error_max_count,
+        tool_error_window=settings.tool_error_window_seconds,
+        secrets=tuple(settings.secret_values()),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        sending=send_limits(settings),
+    )
+
+
+def claude_code_chamber_config(settings: Settings) -> ChamberConfig:
+    from bicameral.claude_code.chamber import ChamberConfig
+
+    return ChamberConfig(
+        bot_name=settings.bot_name,
+        progress_note_after_seconds=settings.progress_note_after_seconds,
+        dropped_text_max_retries=settings.dropped_text_max_retries,
+        compact_tokens=settings.claude_code_compact_tokens,
+        scheduled_retry=fire_retry(settings),
+    )

@@ -137,7 +137,9 @@ async def _claude_cli(settings: Settings) -> Check:
 async def _sandbox(settings: Settings) -> Check:
     from bicameral.sandbox.runner import Sandbox
 
-    sandbox = Sandbox.from_settings(settings)
+    sandbox = Sandbox.configured(
+        settings.sandbox_bwrap, quota_mb=settings.workspace_quota_mb, reserve_mb=settings.disk_reserve_mb
+    )
     why = await sandbox.unavailable()
     if why:
         return Check("sandbox", False, f"the run tool is off: {why}", required=False)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bicameral.app import gate_config
 from bicameral.config import Settings
 from bicameral.delivery.router import ActionRouter
 from bicameral.events import AttachmentRef, Inbound, Sender
@@ -45,7 +46,7 @@ class _Setup:
             self.forwarded.append(inbound)
 
         limiter = RateLimiter(self.stores.ratelimits, per_minute=100)
-        self.gate = Gate(settings, access, self.stores, ActionRouter(self.stores.messages), forward, limiter)
+        self.gate = Gate(gate_config(settings), access, self.stores, ActionRouter(self.stores.messages), forward, limiter)
         self.statements: list[str] = []
         self.stores.db._conn.set_trace_callback(self.statements.append)
 

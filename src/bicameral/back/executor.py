@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from bicameral import prompts
 from bicameral.agent.runner import NativeRunner
-from bicameral.config import Settings
 from bicameral.context.compaction import Compactor
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import prompt_note, task_reach
 from bicameral.failures import failure_sentence, stopped_task
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
+from bicameral.sandbox.artifacts import SendLimits
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
 from bicameral.tasks.executor import Executor, TaskControl, acting_for
@@ -19,37 +22,49 @@ from bicameral.tools.base import ToolContext
 _MAX_NOTE_ROUNDS = 3
 
 
+@dataclass(frozen=True)
+class BackConfig:
+    """What the native executor is given: the owner, where files live and how many a task may send, how much
+    memory a brief carries, and the transcript size past which a task's older steps are summarised."""
+
+    owner_id: int | None
+    data_dir: Path
+    sending: SendLimits
+    memory_inject_tokens: int
+    task_compact_tokens: int
+
+
 class NativeExecutor(Executor):
     """The bus's Executor as a NativeRunner over the back model and tools."""
 
-    def __init__(self, settings: Settings, stores: Stores, runner: NativeRunner) -> None:
-        self._settings = settings
+    def __init__(self, config: BackConfig, stores: Stores, runner: NativeRunner) -> None:
+        self._config = config
         self._stores = stores
         self._runner = runner
         self._system = prompts.load("back.md")
         extractor = FactExtractor(runner.model, stores.memory)
-        self._compactor = Compactor(runner.model, extractor, budget_tokens=settings.task_compact_tokens)
+        self._compactor = Compactor(runner.model, extractor, budget_tokens=config.task_compact_tokens)
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
         saved = control.resume_messages()
-        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id, task.authority)
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._config.owner_id, task.authority)
         if saved:
             messages = MESSAGES.validate_python(saved)
         else:
             about = f"{task.spec}\n{task.context}"
-            remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
+            remembered = await prompt_note(self._stores, reach, task.chat, about, self._config.memory_inject_tokens)
             brief = TextBlock(text="\n\n".join(filter(None, [remembered, task_brief(task)])))
             messages = [Message(role="user", content=[brief, *task_images(task)])]
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
-            data_dir=self._settings.data_dir,
+            data_dir=self._config.data_dir,
             perform=no_direct_messages,
             stores=self._stores,
             authority=acting_for(task, legacy_owner=reach is not None and reach.owner),
             reach=reach,
             outgoing=task_outgoing(
-                task, control, max_files=self._settings.send_files_max, max_bytes=self._settings.send_file_max_bytes
+                task, control, max_files=self._config.sending.max_files, max_bytes=self._config.sending.max_bytes
             ),
             hold_files=True,
         )

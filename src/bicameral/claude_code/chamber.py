@@ -7,11 +7,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from bicameral import prompts
 from bicameral.claude_code.compaction import compact_if_full
-from bicameral.claude_code.config import WorkerConfig
+from bicameral.claude_code.config import ClaudeCodeConfig, WorkerConfig
 from bicameral.claude_code.exchange import Prompt, TurnOutcome, prompt_images
 from bicameral.claude_code.failures import Failure, Recovery, classify
 from bicameral.claude_code.process import Spawn, cli_version, spawn_process
@@ -25,7 +25,7 @@ from bicameral.claude_code.spec import (
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker
-from bicameral.config import Settings, child_process_env
+from bicameral.config import child_process_env
 from bicameral.context.envelope import content_blocks
 from bicameral.context.memory import burst_text, prompt_note
 from bicameral.delivery.progress import ProgressNote
@@ -65,6 +65,19 @@ _DESCRIPTIONS = {
 }
 
 
+@dataclass(frozen=True)
+class ChamberConfig:
+    """What the Claude Code chamber is given beyond the CLI's `ClaudeCodeConfig`: the bot's name, when the progress
+    note shows, how often text written but not sent is nudged, the session size that starts a compaction, and how a
+    scheduled task's run is retried."""
+
+    bot_name: str
+    progress_note_after_seconds: float
+    dropped_text_max_retries: int
+    compact_tokens: int
+    scheduled_retry: FireRetry
+
+
 class ClaudeCodeChamber:
     """The TurnHandler for `single` mode when BICAMERAL_BACK_MODEL is `claude-code:<model>`."""
 
@@ -74,7 +87,8 @@ class ClaudeCodeChamber:
 
     def __init__(
         self,
-        settings: Settings,
+        cli: ClaudeCodeConfig,
+        config: ChamberConfig,
         stores: Stores,
         registry: ToolRegistry,
         perform: Perform,
@@ -85,7 +99,8 @@ class ClaudeCodeChamber:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._settings = settings
+        self._cli = cli
+        self._config = config
         self._stores = stores
         self._perform = perform
         self._on_fatal = on_fatal
@@ -93,28 +108,28 @@ class ClaudeCodeChamber:
         self._spawn = spawn
         self._clock = clock
         self._sleep = sleep
-        self.plugins: PluginsConfig = load_plugins(settings.resolved_plugins_path)
+        self.plugins: PluginsConfig = load_plugins(cli.plugins_path)
         self._tools = visible_tools(registry, self.plugins)
         self._mcp = McpToolServer()
-        self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds, clock=clock)
+        self._budget = CrashBudget(cli.crash_limit, cli.crash_window_seconds, clock=clock)
         self._workers: dict[str, ClaudeCodeWorker] = {}
         self._owner_chats: set[str] = set()
         self._background: set[asyncio.Future[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._gave_up = False
-        self._retry = FireRetry.from_settings(settings)
+        self._retry = config.scheduled_retry
         self._template = prompts.load("claude_code.md")
 
     # --- TurnHandler ---
 
     async def start(self) -> None:
-        reported = await cli_version(self._settings.claude_bin, self._base_env)
+        reported = await cli_version(self._cli.binary, self._base_env)
         if too_old(parse_version(reported or "")):
             raise ConfigError(
-                f"{self._settings.claude_bin} is Claude Code {reported}; the executor needs "
+                f"{self._cli.binary} is Claude Code {reported}; the executor needs "
                 f"{'.'.join(map(str, MIN_VERSION))} or newer: npm install -g @anthropic-ai/claude-code@latest"
             )
-        log.info("Claude Code executor: %s (%s)", self._settings.claude_bin, reported or "version unknown")
+        log.info("Claude Code executor: %s (%s)", self._cli.binary, reported or "version unknown")
         await self._mcp.start()
         self._reaper = asyncio.create_task(self._reap_idle(), name="claude-code-reaper")
 
@@ -150,9 +165,9 @@ class ClaudeCodeChamber:
         if _owner_dm(turn):
             self._owner_chats.add(turn.chat)
         worker = self._worker(turn)
-        ctx = turn.tool_context(self._settings, self._stores)
+        ctx = turn.tool_context(self._stores, self._cli.data_dir, self._cli.sending)
         first = self.prompt(turn.batch)
-        budget = self._settings.memory_inject_tokens
+        budget = self._cli.memory_inject_tokens
         remembered = await prompt_note(self._stores, ctx.reach, turn.chat, burst_text(turn.batch), budget)
         if remembered:
             first = replace(first, text=f"{remembered}\n\n{first.text}")
@@ -165,7 +180,7 @@ class ClaudeCodeChamber:
             return not ctx.sent_message_ids
 
         progress = ProgressNote(
-            turn.perform, turn.chat, after=self._settings.progress_note_after_seconds, thread_id=turn.thread_id
+            turn.perform, turn.chat, after=self._config.progress_note_after_seconds, thread_id=turn.thread_id
         )
 
         async def on_event(event: StreamEvent) -> None:
@@ -203,7 +218,7 @@ class ClaudeCodeChamber:
                 outcome, tries = await self._retry.run(attempt, failed, sleep=self._sleep)
             last_text = outcome.final_text
             nudges = 0
-            while self._dropped_text(outcome, ctx) and nudges < self._settings.dropped_text_max_retries:
+            while self._dropped_text(outcome, ctx) and nudges < self._config.dropped_text_max_retries:
                 nudges += 1
                 log.warning(
                     "[CC.dropped] %s wrote text but sent nothing; nudge %d: %s", turn.chat, nudges, outcome.final_text[:120]
@@ -216,7 +231,7 @@ class ClaudeCodeChamber:
         await self._conclude(turn, ctx, worker, outcome, last_text, scheduled)
         if outcome.ok:
             # After the answer is out, so it never waits for this.
-            await compact_if_full(worker, ctx, outcome.context_tokens, self._settings.claude_code_compact_tokens)
+            await compact_if_full(worker, ctx, outcome.context_tokens, self._config.compact_tokens)
 
     # --- the turn's end ---
 
@@ -277,8 +292,8 @@ class ClaudeCodeChamber:
     def _worker(self, turn: Turn) -> ClaudeCodeWorker:
         worker = self._workers.get(turn.chat)
         if worker is None:
-            config = WorkerConfig.from_settings(
-                self._settings,
+            worker_config = WorkerConfig.for_chat(
+                self._cli,
                 chat=turn.chat,
                 for_owner=_owner_dm(turn),
                 system_prompt=self.system_prompt(turn.batch[0]),
@@ -288,7 +303,7 @@ class ClaudeCodeChamber:
             )
             worker = ClaudeCodeWorker(
                 turn.chat,
-                config,
+                worker_config,
                 sessions=self._session_ids(turn.chat),
                 mcp=self._mcp,
                 tools=self._tools,
@@ -313,13 +328,13 @@ class ClaudeCodeChamber:
             kind = f"a private chat with {quoteattr(first.sender.name)}"
         else:
             kind = f"the group {quoteattr(first.chat_title or first.chat)}"
-        return self._template.format(bot_name=self._settings.bot_name, chat_kind=kind, namespace=MCP_NAMESPACE)
+        return self._template.format(bot_name=self._config.bot_name, chat_kind=kind, namespace=MCP_NAMESPACE)
 
     def prompt(self, batch: Sequence[Inbound]) -> Prompt:
         """A batch as one CLI message: the envelopes, then each readable photo as an image."""
-        blocks = content_blocks(batch, self._settings.owner_id)
+        blocks = content_blocks(batch, self._cli.owner_id)
         text = next((block.text for block in blocks if isinstance(block, TextBlock)), "")
-        images = prompt_images(self._settings.data_dir, (block for block in blocks if isinstance(block, ImageBlock)))
+        images = prompt_images(self._cli.data_dir, (block for block in blocks if isinstance(block, ImageBlock)))
         return Prompt(text=text, images=images)
 
     async def _reap_idle(self) -> None:
@@ -344,11 +359,11 @@ class ClaudeCodeChamber:
             lead = failure.message
             if failure.kind in ("crash", "stalled"):
                 lead = failure_sentence("crash_loop")
-            window = max(1, round(self._settings.crash_window_seconds / 60))
+            window = max(1, round(self._cli.crash_window_seconds / 60))
             text = executor_crash_loop(lead, self._budget.recent, window)
         chats = set(self._workers) | self._owner_chats
-        if not self._owner_chats and self._settings.owner_id is not None:
-            chats.add(chat_key("telegram", self._settings.owner_id))
+        if not self._owner_chats and self._cli.owner_id is not None:
+            chats.add(chat_key("telegram", self._cli.owner_id))
         for chat in sorted(chats):
             result = await self._perform(SendText(chat=chat, text=text))
             if not result.ok:

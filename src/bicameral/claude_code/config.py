@@ -1,4 +1,5 @@
-"""How a worker is launched and supervised: `WorkerConfig`, filled from Settings by `WorkerConfig.from_settings`."""
+"""What the Claude Code chamber and executor are given (`ClaudeCodeConfig`), and how one worker is launched and
+supervised (`WorkerConfig`, made from it for a chat by `WorkerConfig.for_chat`)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,45 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import SecretStr
-
 from bicameral.claude_code.capture import capture_dir
 from bicameral.claude_code.spec import LaunchOptions
 from bicameral.claude_code.workspace import token_dir, workspace
-from bicameral.config import Settings
 from bicameral.mcp.plugins import ToolGroups
+from bicameral.sandbox.artifacts import SendLimits
+
+
+@dataclass(frozen=True)
+class ClaudeCodeConfig:
+    """What the Claude Code chamber and executor are given: the CLI, how it logs in and reaches the model, how it
+    is supervised, which chats are the owner's, where files live and how many a turn or task may send, how much
+    memory a prompt carries."""
+
+    data_dir: Path
+    owner_id: int | None
+    binary: str  # the `claude` CLI
+    model: str
+    effort: str
+    api_key: str | None
+    base_url: str | None
+    oauth_token: str | None
+    proxy: str | None  # handed to the CLI as HTTPS_PROXY/HTTP_PROXY; it inherits none of ours
+    plugins_path: Path
+    liveness_timeout: float
+    liveness_poll: float
+    backoff_base: float
+    backoff_cap: float
+    crash_limit: int
+    crash_window_seconds: float
+    tool_error_max: int
+    tool_error_window: float
+    secrets: tuple[str, ...]  # every configured secret, scrubbed from what the CLI's output leaves behind
+    memory_inject_tokens: int
+    sending: SendLimits
 
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    """How to launch and supervise a worker; `WorkerConfig.from_settings` fills it from Settings."""
+    """How to launch and supervise a worker; `WorkerConfig.for_chat` fills it from a `ClaudeCodeConfig`."""
 
     launch: LaunchOptions
     capture_dir: Path
@@ -33,9 +61,9 @@ class WorkerConfig:
     secrets: tuple[str, ...] = ()
 
     @classmethod
-    def from_settings(
+    def for_chat(
         cls,
-        settings: Settings,
+        config: ClaudeCodeConfig,
         *,
         chat: str,
         for_owner: bool,
@@ -45,25 +73,21 @@ class WorkerConfig:
         tool_descriptions: Mapping[str, str] | None = None,
     ) -> WorkerConfig:
         """The config for a worker serving `chat`; the unlocked `tool_groups` apply only `for_owner`."""
-
-        def secret(value: SecretStr | None) -> str | None:
-            return (value.get_secret_value() or None) if value is not None else None
-
-        data_dir = settings.data_dir.resolve()
+        data_dir = config.data_dir.resolve()
         place = workspace(data_dir, chat)
         launch = LaunchOptions(
-            binary=settings.claude_bin,
-            model=settings.back.model,
-            effort=settings.claude_effort,
+            binary=config.binary,
+            model=config.model,
+            effort=config.effort,
             cwd=place.cwd,
             home=place.home,
             system_prompt=system_prompt,
             tool_groups=tool_groups if for_owner else ToolGroups(),
             base_env=dict(base_env),
-            api_key=secret(settings.anthropic_api_key),
-            base_url=settings.anthropic_base_url,
-            oauth_token=secret(settings.claude_oauth_token),
-            proxy=settings.claude_proxy,
+            api_key=config.api_key,
+            base_url=config.base_url,
+            oauth_token=config.oauth_token,
+            proxy=config.proxy,
         )
         return cls(
             launch=launch,
@@ -71,11 +95,11 @@ class WorkerConfig:
             token_dir=token_dir(data_dir),
             for_owner=for_owner,
             tool_descriptions=dict(tool_descriptions or {}),
-            liveness_timeout=settings.liveness_timeout_seconds,
-            liveness_poll=settings.liveness_poll_seconds,
-            backoff_base=settings.crash_backoff_base,
-            backoff_cap=settings.crash_backoff_cap,
-            tool_error_max=settings.tool_error_max_count,
-            tool_error_window=settings.tool_error_window_seconds,
-            secrets=tuple(settings.secret_values()),
+            liveness_timeout=config.liveness_timeout,
+            liveness_poll=config.liveness_poll,
+            backoff_base=config.backoff_base,
+            backoff_cap=config.backoff_cap,
+            tool_error_max=config.tool_error_max,
+            tool_error_window=config.tool_error_window,
+            secrets=config.secrets,
         )

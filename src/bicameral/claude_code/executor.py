@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from bicameral import prompts
-from bicameral.claude_code.config import WorkerConfig
+from bicameral.claude_code.config import ClaudeCodeConfig, WorkerConfig
 from bicameral.claude_code.exchange import Prompt, PromptImage, prompt_images
 from bicameral.claude_code.failures import Recovery
 from bicameral.claude_code.spec import our_name
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker
-from bicameral.config import Settings, child_process_env
+from bicameral.config import child_process_env
 from bicameral.context.memory import prompt_note, task_reach
 from bicameral.events import TRUSTED_CHANNELS, chat_key
 from bicameral.failures import stopped_task
@@ -33,15 +33,15 @@ class ClaudeCodeExecutor(Executor):
     # A redirect or a restart makes a new worker on the same session key, so `--resume` keeps every
     # finished step; the new instruction arrives as the next message of that session.
 
-    def __init__(self, settings: Settings, stores: Stores, registry: ToolRegistry) -> None:
-        self._settings = settings
+    def __init__(self, config: ClaudeCodeConfig, stores: Stores, registry: ToolRegistry) -> None:
+        self._config = config
         self._stores = stores
-        self._plugins = load_plugins(settings.resolved_plugins_path)
+        self._plugins = load_plugins(config.plugins_path)
         self._tools = visible_tools(registry, self._plugins).subset(exclude_messaging=True)
         self._system = prompts.load("back.md")
         self._base_env = child_process_env()
         self._mcp = McpToolServer()
-        self._budget = CrashBudget(settings.crash_limit, settings.crash_window_seconds)
+        self._budget = CrashBudget(config.crash_limit, config.crash_window_seconds)
 
     async def start(self) -> None:
         await self._mcp.start()
@@ -53,8 +53,8 @@ class ClaudeCodeExecutor(Executor):
         sessions = SessionIds(self._stores.kv, SESSION_KEY_PREFIX + task.id)
         # The owner's unlocked CLI tools only for the owner's own words in the owner's own chat.
         for_owner = self._owner_chat(task.chat) and (task.authority is None or task.authority.is_owner)
-        config = WorkerConfig.from_settings(
-            self._settings,
+        worker_config = WorkerConfig.for_chat(
+            self._config,
             chat=task.chat,
             for_owner=for_owner,
             system_prompt=self._system,
@@ -62,29 +62,29 @@ class ClaudeCodeExecutor(Executor):
             base_env=self._base_env,
         )
         worker = ClaudeCodeWorker(
-            f"task:{task.id}", config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
+            f"task:{task.id}", worker_config, sessions=sessions, mcp=self._mcp, tools=self._tools, budget=self._budget
         )
         notes = control.drain_notes()
         images: tuple[PromptImage, ...] = ()
-        reach = task_reach(self._stores, task.chat, task.origin_message, self._settings.owner_id, task.authority)
+        reach = task_reach(self._stores, task.chat, task.origin_message, self._config.owner_id, task.authority)
         if sessions.get() is not None:
             # A resumed session already holds the brief and the finished steps; send what changed.
             text = "\n".join(notes) or "Continue the task where you left off and finish with the result."
         else:
             about = f"{task.spec}\n{task.context}"
-            remembered = await prompt_note(self._stores, reach, task.chat, about, self._settings.memory_inject_tokens)
+            remembered = await prompt_note(self._stores, reach, task.chat, about, self._config.memory_inject_tokens)
             text = "\n".join(filter(None, [remembered, task_brief(task), *notes]))
-            images = prompt_images(self._settings.data_dir, task_images(task))
+            images = prompt_images(self._config.data_dir, task_images(task))
         ctx = ToolContext(
             chat=task.chat,
             turn_id=task.id,
-            data_dir=self._settings.data_dir,
+            data_dir=self._config.data_dir,
             perform=no_direct_messages,
             stores=self._stores,
             authority=acting_for(task, legacy_owner=for_owner),
             reach=reach,
             outgoing=task_outgoing(
-                task, control, max_files=self._settings.send_files_max, max_bytes=self._settings.send_file_max_bytes
+                task, control, max_files=self._config.sending.max_files, max_bytes=self._config.sending.max_bytes
             ),
             hold_files=True,
         )
@@ -124,5 +124,5 @@ class ClaudeCodeExecutor(Executor):
     def _owner_chat(self, chat: str) -> bool:
         """A task from the owner's own chat (their DM, or a trusted local channel) may use what the owner unlocked."""
         channel = chat.split(":", 1)[0]
-        owner = self._settings.owner_id
+        owner = self._config.owner_id
         return channel in TRUSTED_CHANNELS or (owner is not None and chat == chat_key(channel, owner))

@@ -56,7 +56,7 @@ class McpEndpoint:
 
 @dataclass(frozen=True)
 class LaunchOptions:
-    """Everything that decides one `claude` process, gathered from Settings by the caller."""
+    """Everything that decides one `claude` process, gathered by `WorkerConfig.for_chat`."""
 
     binary: str
     model: str
@@ -119,7 +119,7 @@ def child_env(
     oauth_token: str | None,
     proxy: str | None = None,
 ) -> dict[str, str]:
-    """The child's environment: the allowed part of `base`, its private home, and what Settings hand it."""
+    """The child's environment: the allowed part of `base`, its private home, and what the configuration hands it."""
     env = child_process_env(base)
     env["HOME"] = str(home)
     env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")

@@ -8,11 +8,12 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from bicameral import prompts
-from bicameral.config import Settings
 from bicameral.context.envelope import content_blocks
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import memory_blocks
@@ -24,7 +25,7 @@ from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
 from bicameral.markup import escape, quoteattr
 from bicameral.models.base import Completion, Message, Model, ModelError, TextBlock, complete
-from bicameral.sandbox.artifacts import available
+from bicameral.sandbox.artifacts import SendLimits, available
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
 from bicameral.tasks.bus import TaskBus, owned_by
@@ -38,12 +39,37 @@ log = logging.getLogger(__name__)
 _RESET_KEY = "front_reset_at:"
 
 
+@dataclass(frozen=True)
+class FrontConfig:
+    """What the front is given: who the bot and its owner are, where files live and how many a turn may send,
+    what the front call sees and may write, how results and status notes are worded and paced, when the user
+    counts as away, how tasks are retried."""
+
+    bot_name: str
+    owner_id: int | None
+    data_dir: Path
+    sending: SendLimits
+    memory_inject_tokens: int
+    memory_extraction: bool
+    front_max_tokens: int
+    front_context_messages: int
+    short_result_chars: int
+    delivery_pause_scale: float
+    status_interval_seconds: float
+    progress_interval_seconds: float
+    away_after_seconds: float
+    burst_followup_seconds: float
+    task_max_attempts: int
+    task_retry_delay_seconds: float
+    scheduled_retry: FireRetry
+
+
 class FrontChamber:
     """The TurnHandler for `bicameral` mode; owns the task bus and everything the user hears from it."""
 
     def __init__(
         self,
-        settings: Settings,
+        config: FrontConfig,
         stores: Stores,
         tasks: TaskStore,
         front_model: Model,
@@ -54,7 +80,7 @@ class FrontChamber:
         rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._settings = settings
+        self._config = config
         self._stores = stores
         self._tasks = tasks
         self._model = front_model
@@ -64,26 +90,26 @@ class FrontChamber:
         self.delivery = Delivery(
             outbox,
             front_model,
-            bot_name=settings.bot_name,
-            pause_scale=settings.delivery_pause_scale,
+            bot_name=config.bot_name,
+            pause_scale=config.delivery_pause_scale,
             rng=self._rng,
             sleep=sleep,
         )
         self._executor = executor
-        self._retry = FireRetry.from_settings(settings)
+        self._retry = config.scheduled_retry
         self.bus = TaskBus(
             tasks,
             executor,
             on_event=self.on_task_event,
             clock=clock,
             sleep=sleep,
-            progress_interval=settings.progress_interval_seconds,
-            max_attempts=settings.task_max_attempts,
-            retry_delay=settings.task_retry_delay_seconds,
+            progress_interval=config.progress_interval_seconds,
+            max_attempts=config.task_max_attempts,
+            retry_delay=config.task_retry_delay_seconds,
             scheduled_retry=self._retry,
         )
         self._template = prompts.load("front.md")
-        self._extractor = FactExtractor(front_model, stores.memory) if settings.memory_extraction else None
+        self._extractor = FactExtractor(front_model, stores.memory) if config.memory_extraction else None
         self._notes_loop: asyncio.Task[None] | None = None
         self._last_note: dict[str, float] = {}
         self._delivering: set[str] = set()  # results being worded now: a turn's catch-up must not send them too
@@ -122,15 +148,15 @@ class FrontChamber:
     async def handle(self, turn: Turn) -> None:
         waiting = self._stores.schedules.drop_followup(turn.chat)  # they spoke: the question is not asked
         # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
-        system = self._template.format(bot_name=self._settings.bot_name)
+        system = self._template.format(bot_name=self._config.bot_name)
         situation = TextBlock(text=f"<situation>\n{self._context(turn, waiting)}\n</situation>")
-        remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._settings.memory_inject_tokens)
-        user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch, self._settings.owner_id)])
+        remembered = await memory_blocks(self._stores, turn.reach, turn.batch, self._config.memory_inject_tokens)
+        user = Message(role="user", content=[situation, *remembered, *content_blocks(turn.batch, self._config.owner_id)])
         schedule_id = scheduled_task(turn.batch)
 
         async def attempt(_: Completion | ModelError | None) -> Completion | ModelError:
             try:
-                return await complete(self._model, system, [user], front_tool_specs(), self._settings.front_max_tokens)
+                return await complete(self._model, system, [user], front_tool_specs(), self._config.front_max_tokens)
             except ModelError as exc:
                 log.warning("front model failed (%s): %s", exc.kind, exc)
                 return exc
@@ -149,9 +175,9 @@ class FrontChamber:
             return
         replied = False
         if completion.tool_calls:  # most answers are words alone: no actions, and no tool context to build
-            tools = turn.tool_context(self._settings, self._stores)
+            tools = turn.tool_context(self._stores, self._config.data_dir, self._config.sending)
             actions = FrontActions(
-                turn, self.bus, self.delivery, self._schedule_followup, self._clock, tools, self._settings.owner_id
+                turn, self.bus, self.delivery, self._schedule_followup, self._clock, tools, self._config.owner_id
             )
             for call in completion.tool_calls:
                 note = await actions.run(call)
@@ -210,14 +236,14 @@ class FrontChamber:
             await self._say(task, text, delivered=True)
             return
         result = task.result or ""
-        files = [a for a in task.artifacts if available(self._settings.data_dir, a)]
+        files = [a for a in task.artifacts if available(self._config.data_dir, a)]
         if task.artifacts and (not result.strip() or result == NOTHING_TO_REPORT):
             result = "Here's " + ", ".join(a.name for a in task.artifacts) + "."  # the one-line framing
         lost = [a.name for a in task.artifacts if a not in files]
         if lost:
             log.warning("task %s: files no longer available: %s", task.id, lost)
             result += "\n\n(" + ", ".join(lost) + " could not be found any more, so it is not attached.)"
-        if len(result) <= self._settings.short_result_chars and finished_ago is None:
+        if len(result) <= self._config.short_result_chars and finished_ago is None:
             text = await self.delivery.shim(result)
         else:
             text = await self.delivery.frame(task.spec, result)
@@ -257,9 +283,9 @@ class FrontChamber:
         since = float(self._stores.kv.get(_RESET_KEY + turn.chat) or 0)
         row_ids = {i.row_id for i in turn.batch}
         history = [
-            m for m in self._stores.messages.recent_since(turn.chat, since, self._settings.front_context_messages + len(row_ids))
+            m for m in self._stores.messages.recent_since(turn.chat, since, self._config.front_context_messages + len(row_ids))
             if not (m["direction"] == "in" and m["status"] == "pending")
-        ][-self._settings.front_context_messages :]
+        ][-self._config.front_context_messages :]
         lines = [f"Now: {datetime.fromtimestamp(now, UTC):%Y-%m-%d %H:%M} UTC."]
         if history:
             lines.append("<conversation>")
@@ -299,7 +325,7 @@ class FrontChamber:
         if row["direction"] == "out":
             attrs["from"] = "you"
         else:
-            role = sender_role(row["channel"], row["sender_id"], self._settings.owner_id, admin=bool(row["is_admin"]))
+            role = sender_role(row["channel"], row["sender_id"], self._config.owner_id, admin=bool(row["is_admin"]))
             attrs["from"] = row["sender_name"] or "someone"
             attrs["sender"] = chat_key(row["channel"], row["sender_id"])
             attrs["role"] = role.name.lower()
@@ -310,19 +336,19 @@ class FrontChamber:
 
     def _user_away(self, chat: str) -> bool:
         last = self._stores.messages.last_inbound_at(chat)
-        return last is not None and self._clock() - last > self._settings.away_after_seconds
+        return last is not None and self._clock() - last > self._config.away_after_seconds
 
     # --- follow-ups and status notes ---
 
     def _schedule_followup(self, chat: str, question: str) -> None:
         """A schedule, not a sleeping task: the question survives a restart and the scheduler's one timer asks it."""
         now = self._clock()
-        delay = self._settings.burst_followup_seconds * self._rng.uniform(0.75, 1.25)
+        delay = self._config.burst_followup_seconds * self._rng.uniform(0.75, 1.25)
         self._stores.schedules.set_followup(chat, question, due=now + delay, now=now)
 
     async def _status_notes(self) -> None:
         """While a long task runs, tell its chat how it is going every status interval (real signals)."""
-        interval = self._settings.status_interval_seconds
+        interval = self._config.status_interval_seconds
         while True:
             await self._sleep(max(1.0, interval / 4))
             now = self._clock()

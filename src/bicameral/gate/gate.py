@@ -9,9 +9,9 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
-from bicameral.config import Settings
 from bicameral.delivery.router import ActionRouter
 from bicameral.events import Inbound, SendText, chat_key, is_owner, split_chat_key
 from bicameral.gate.access import AccessPolicy
@@ -42,12 +42,26 @@ MAX_PENDING_NOTICES = 32
 QUOTED_NOTICE = "[one of my notices, not conversation: its text is not shown]"
 
 
+@dataclasses.dataclass(frozen=True)
+class GateConfig:
+    """What the gate is given: the owner, where files go, how long a message may be, the group rate limits (the
+    per-sender one is the `RateLimiter`'s) and how refused messages are kept and reported."""
+
+    owner_id: int | None
+    data_dir: Path
+    max_inbound_chars: int
+    group_member_rate_limit_per_min: int
+    group_rate_limit_per_min: int
+    refused_keep: int
+    refused_digest_interval_seconds: float
+
+
 class Gate:
     """The channels' sink: returns only after every accepted inbound is stored."""
 
     def __init__(
         self,
-        settings: Settings,
+        config: GateConfig,
         access: AccessPolicy,
         stores: Stores,
         router: ActionRouter,
@@ -55,7 +69,7 @@ class Gate:
         ratelimiter: RateLimiter | None = None,
         clock: Clock = time.time,
     ) -> None:
-        self._settings = settings
+        self._config = config
         self._access = access
         self._stores = stores
         self._router = router
@@ -120,7 +134,7 @@ class Gate:
             return None
         inbound = self._unquoted_notice(inbound)
         status = PENDING if inbound.addressed else IGNORED
-        if status == PENDING and not is_owner(inbound, self._settings.owner_id) and self._ratelimiter:
+        if status == PENDING and not is_owner(inbound, self._config.owner_id) and self._ratelimiter:
             verdict, notice = self._rate_check(inbound)
             if verdict is not Verdict.ALLOW:
                 status = IGNORED
@@ -149,7 +163,7 @@ class Gate:
 
     def _copy_to_workspace(self, inbound: Inbound) -> Inbound:
         """Put received files in the chat's workspace too, where the file tools and `run` can use them."""
-        data_dir = self._settings.data_dir
+        data_dir = self._config.data_dir
         copied = []
         for attachment in inbound.attachments:
             try:
@@ -163,7 +177,7 @@ class Gate:
 
     def _refuse(self, inbound: Inbound) -> None:
         """Keep a bounded record of the refused message, tell a DM once, and send the owner a digest when due."""
-        settings, now = self._settings, self._clock()
+        config, now = self._config, self._clock()
         unauthorized = self._stores.unauthorized
         first = unauthorized.record(
             inbound.chat,
@@ -171,30 +185,30 @@ class Gate:
             inbound.sender.name,
             inbound.text,
             title=None if inbound.is_private else inbound.chat_title or inbound.chat,
-            keep=settings.refused_keep,
+            keep=config.refused_keep,
             max_chars=REFUSED_TEXT_CHARS,
             now=now,
         )
         transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
         if first and inbound.is_private:
             self._notify(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
-        if settings.owner_id is None:
+        if config.owner_id is None:
             return
-        refused = unauthorized.take_digest(now, settings.refused_digest_interval_seconds)
+        refused = unauthorized.take_digest(now, config.refused_digest_interval_seconds)
         if refused:
-            self._notify(SendText(chat=chat_key(inbound.channel, settings.owner_id), text=refused_digest(refused)))
+            self._notify(SendText(chat=chat_key(inbound.channel, config.owner_id), text=refused_digest(refused)))
 
     def _rate_check(self, inbound: Inbound) -> tuple[Verdict, str]:
         """A DM counts against its sender; a group message against its sender there, then the group."""
         assert self._ratelimiter is not None
-        settings = self._settings
+        config = self._config
         if inbound.is_private:
             return self._ratelimiter.check(inbound.sender.id), RATE_NOTICE
-        member = self._ratelimiter.check(f"{inbound.chat}|{inbound.sender.id}", settings.group_member_rate_limit_per_min)
+        member = self._ratelimiter.check(f"{inbound.chat}|{inbound.sender.id}", config.group_member_rate_limit_per_min)
         if member is not Verdict.ALLOW:
             # A member over their own limit does not also use up the group's budget.
             return member, RATE_NOTICE
-        return self._ratelimiter.check(inbound.chat, settings.group_rate_limit_per_min), GROUP_RATE_NOTICE
+        return self._ratelimiter.check(inbound.chat, config.group_rate_limit_per_min), GROUP_RATE_NOTICE
 
     def _notify(self, notice: SendText) -> None:
         """Send a notice in the background: a slow or rate-limited send must never hold up intake."""
@@ -221,7 +235,7 @@ class Gate:
         """The owner replying to a digest: Telegram sends the quoted digest along, which would carry the
         strangers' names into the prompt after all. The quote keeps only that it was a notice."""
         quoted = inbound.reply_to
-        if quoted is None or not quoted.from_bot or not is_owner(inbound, self._settings.owner_id):
+        if quoted is None or not quoted.from_bot or not is_owner(inbound, self._config.owner_id):
             return inbound
         if not self._stores.messages.is_notice(inbound.chat, quoted.message_id):
             return inbound
@@ -238,7 +252,7 @@ class Gate:
 
     def _clean(self, inbound: Inbound) -> Inbound:
         """Normalise and scrub everything the user controls: text, quoted text, names, the chat title."""
-        text, flags = _cleaned(inbound.text, "", self._settings.max_inbound_chars)
+        text, flags = _cleaned(inbound.text, "", self._config.max_inbound_chars)
         name, name_flags = _cleaned(inbound.sender.name, "name:", MAX_NAME_CHARS)
         flags += name_flags
         title = inbound.chat_title
@@ -247,7 +261,7 @@ class Gate:
             flags += title_flags
         quoted = inbound.reply_to
         if quoted is not None:
-            quote_text, quote_flags = _cleaned(quoted.text, "quote:", self._settings.max_inbound_chars)
+            quote_text, quote_flags = _cleaned(quoted.text, "quote:", self._config.max_inbound_chars)
             quote_name, quote_name_flags = _cleaned(quoted.sender_name, "quote_name:", MAX_NAME_CHARS)
             quoted = dataclasses.replace(quoted, text=quote_text, sender_name=quote_name)
             flags += quote_flags + quote_name_flags

@@ -36,6 +36,18 @@ class Artifact:
     kind: Literal["photo", "document"] = "document"
 
 
+@dataclass(frozen=True)
+class SendLimits:
+    """How many files one turn or task may send, and how large each may be."""
+
+    max_files: int
+    max_bytes: int
+
+    def outgoing(self) -> Outgoing:
+        """An empty set of files to send, within these limits."""
+        return Outgoing(max_files=self.max_files, max_bytes=self.max_bytes)
+
+
 @dataclass
 class Outgoing:
     """The files of one turn or task: one per workspace path, at most `max_files`, each at most `max_bytes`."""

@@ -13,14 +13,11 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bicameral.sandbox.bwrap import SANDBOX_ENV, SANDBOX_UID, SETPRIV, bwrap_options, command_argv, options_data
 from bicameral.sandbox.cgroups import CgroupParent, CommandGroup, cgroup_parent
 from bicameral.sandbox.disk import DiskLimits, DiskWatch, MiB, Statvfs, mib
-
-if TYPE_CHECKING:
-    from bicameral.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +95,9 @@ class Sandbox:
         self._statvfs = statvfs
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Sandbox:
-        disk = DiskLimits(quota_bytes=settings.workspace_quota_mb * MiB, reserve_bytes=settings.disk_reserve_mb * MiB)
-        return cls(bwrap=settings.sandbox_bwrap, disk=disk)
+    def configured(cls, bwrap: str, *, quota_mb: int, reserve_mb: int) -> Sandbox:
+        """The `run` tool's sandbox: `bwrap` the bubblewrap to run, a workspace's quota and the free space kept, in MiB."""
+        return cls(bwrap=bwrap, disk=DiskLimits(quota_bytes=quota_mb * MiB, reserve_bytes=reserve_mb * MiB))
 
     def bounds(self) -> str:
         """The limits that hold here, in a line: for doctor."""

@@ -15,7 +15,6 @@ from bicameral.store.schedule_times import readable
 from bicameral.types import Sleep
 
 if TYPE_CHECKING:
-    from bicameral.config import Settings
     from bicameral.store.schedules import ScheduleStore
 
 T = TypeVar("T")
@@ -28,10 +27,6 @@ class FireRetry(RetryPolicy):
     attempts: int = 3
     base_seconds: float = 30.0
     cap_seconds: float = 600.0
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> FireRetry:
-        return cls(settings.schedule_task_attempts, settings.schedule_retry_base_seconds, settings.schedule_retry_cap_seconds)
 
     async def run(
         self, attempt: Callable[[T | None], Awaitable[T]], failed: Callable[[T], bool], *, sleep: Sleep = asyncio.sleep

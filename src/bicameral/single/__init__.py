@@ -1,5 +1,5 @@
 """Single mode: one model talks and works in one loop."""
 
-from bicameral.single.chamber import SingleChamber
+from bicameral.single.chamber import SingleChamber, SingleConfig
 
-__all__ = ["SingleChamber"]
+__all__ = ["SingleChamber", "SingleConfig"]

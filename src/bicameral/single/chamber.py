@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 
 from bicameral import prompts
 from bicameral.agent.runner import NativeRunner, RunResult
 from bicameral.agent.session import prepare_for_storage
-from bicameral.config import Settings
 from bicameral.context.compaction import Compactor
 from bicameral.context.envelope import content_blocks, envelope
 from bicameral.context.extraction import FactExtractor
@@ -18,6 +19,7 @@ from bicameral.events import Authority, SendText
 from bicameral.failures import failure_sentence, stopped_turn
 from bicameral.markup import quoteattr
 from bicameral.models.base import MESSAGES, Message, ToolCall
+from bicameral.sandbox.artifacts import SendLimits
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
 from bicameral.turns.turn import Turn
@@ -26,19 +28,37 @@ from bicameral.types import Sleep
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class SingleConfig:
+    """What single mode is given: who the bot and its owner are, where files live and how many a turn may send,
+    how much memory a prompt carries, when the progress note shows, how a session is kept, how a scheduled
+    task's run is retried."""
+
+    bot_name: str
+    owner_id: int | None
+    data_dir: Path
+    sending: SendLimits
+    memory_inject_tokens: int
+    memory_extraction: bool
+    progress_note_after_seconds: float
+    session_compact_tokens: int
+    max_session_messages: int
+    scheduled_retry: FireRetry
+
+
 class SingleChamber:
     """The TurnHandler for `single` mode."""
 
-    def __init__(self, settings: Settings, stores: Stores, runner: NativeRunner, *, sleep: Sleep = asyncio.sleep) -> None:
-        self._settings = settings
+    def __init__(self, config: SingleConfig, stores: Stores, runner: NativeRunner, *, sleep: Sleep = asyncio.sleep) -> None:
+        self._config = config
         self._stores = stores
         self._runner = runner
         self._sleep = sleep
-        self._retry = FireRetry.from_settings(settings)
+        self._retry = config.scheduled_retry
         self._template = prompts.load("single.md")
         extractor = FactExtractor(runner.model, stores.memory)
-        self._extractor = extractor if settings.memory_extraction else None
-        self._compactor = Compactor(runner.model, extractor, budget_tokens=settings.session_compact_tokens)
+        self._extractor = extractor if config.memory_extraction else None
+        self._compactor = Compactor(runner.model, extractor, budget_tokens=config.session_compact_tokens)
 
     def system_prompt(self, turn: Turn) -> str:
         first = turn.batch[0]
@@ -47,7 +67,7 @@ class SingleChamber:
             kind = f"a private chat with {quoteattr(first.sender.name)}"
         else:
             kind = f"the group {quoteattr(first.chat_title or first.chat)}"
-        return self._template.format(bot_name=self._settings.bot_name, chat_kind=kind)
+        return self._template.format(bot_name=self._config.bot_name, chat_kind=kind)
 
     async def start(self) -> None:
         """Nothing to acquire: the model client connects lazily."""
@@ -64,9 +84,9 @@ class SingleChamber:
         return False  # all single-mode work lives inside the turn, which the conversation cancels
 
     async def handle(self, turn: Turn) -> None:
-        ctx = turn.tool_context(self._settings, self._stores)
+        ctx = turn.tool_context(self._stores, self._config.data_dir, self._config.sending)
         progress = ProgressNote(
-            turn.perform, turn.chat, after=self._settings.progress_note_after_seconds, thread_id=turn.thread_id
+            turn.perform, turn.chat, after=self._config.progress_note_after_seconds, thread_id=turn.thread_id
         )
         progress.start()
         transcript: list[Message] = []
@@ -74,8 +94,8 @@ class SingleChamber:
             history = await self._compactor.compact(
                 MESSAGES.validate_python(self._stores.sessions.load(turn.chat)), ctx.reach
             )
-            remembered = await memory_blocks(self._stores, ctx.reach, turn.batch, self._settings.memory_inject_tokens)
-            user = Message(role="user", content=[*remembered, *content_blocks(turn.batch, self._settings.owner_id)])
+            remembered = await memory_blocks(self._stores, ctx.reach, turn.batch, self._config.memory_inject_tokens)
+            user = Message(role="user", content=[*remembered, *content_blocks(turn.batch, self._config.owner_id)])
             transcript = history + [user]
 
             async def on_tool(call: ToolCall) -> None:
@@ -85,7 +105,7 @@ class SingleChamber:
                 # A retry builds on the failed run's transcript: tool steps it finished are not repeated.
                 messages = failed.messages if failed is not None else transcript
                 def drain() -> str | None:
-                    return envelope(turn.drain_injected(), self._settings.owner_id) or None
+                    return envelope(turn.drain_injected(), self._config.owner_id) or None
 
                 return await self._runner.run(self.system_prompt(turn), messages, ctx, drain, on_tool=on_tool)
 
@@ -118,5 +138,5 @@ class SingleChamber:
             self._extractor.schedule(ctx.reach, turn.batch, reply)  # after the reply is out: never delays it
 
     def _save(self, chat: str, messages: list[Message]) -> None:
-        stored = prepare_for_storage(without_memory(messages), self._settings.max_session_messages)
+        stored = prepare_for_storage(without_memory(messages), self._config.max_session_messages)
         self._stores.sessions.save(chat, MESSAGES.dump_python(stored, mode="json"))

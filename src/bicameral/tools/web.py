@@ -7,11 +7,10 @@ from html import escape
 
 from pydantic import BaseModel, Field
 
-from bicameral.config import Settings
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.web.address import AddressRefused
 from bicameral.web.extract import Extractor
-from bicameral.web.fetch import FetchFailed, FetchLimits, WebFetcher
+from bicameral.web.fetch import FetchFailed, WebFetcher
 from bicameral.web.search import DdgsSearcher, Searcher, SearchFailed, SearchHit
 
 # Below the registry's own cut so the closing tag of the wrapper always survives.
@@ -43,15 +42,6 @@ class WebFetch(Tool[FetchArgs]):
         self._fetcher = fetcher or WebFetcher()
         self._extractor = extractor or Extractor()
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> WebFetch:
-        limits = FetchLimits(
-            max_bytes=settings.web_fetch_max_bytes,
-            timeout_seconds=settings.web_fetch_timeout_seconds,
-            max_redirects=settings.web_fetch_max_redirects,
-        )
-        return cls(WebFetcher(limits))
-
     async def run(self, args: FetchArgs, ctx: ToolContext) -> ToolResult:
         try:
             page = await self._fetcher.fetch(args.url)
@@ -78,10 +68,6 @@ class WebSearch(Tool[SearchArgs]):
 
     def __init__(self, searcher: Searcher | None = None) -> None:
         self._searcher = searcher or DdgsSearcher()
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> WebSearch:
-        return cls(DdgsSearcher(timeout_seconds=settings.web_search_timeout_seconds))
 
     async def run(self, args: SearchArgs, ctx: ToolContext) -> ToolResult:
         try:

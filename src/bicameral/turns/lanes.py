@@ -10,7 +10,6 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bicameral.config import Settings
 from bicameral.context.memory import command_reach
 from bicameral.delivery.outbox import Outbox
 from bicameral.events import (
@@ -40,6 +39,18 @@ _STOP_GRACE_SECONDS = 0.8
 _NOTHING_OF_YOURS = "Nothing of yours is running. Only the owner or a group admin can stop others' requests."
 
 
+@dataclass(frozen=True)
+class LaneConfig:
+    """What the lanes are given: who the bot and its owner are, the debounce, the turn cap and the typing pace."""
+
+    bot_name: str
+    owner_id: int | None
+    debounce_ms: int
+    max_concurrent_turns: int
+    typing_delay_seconds: float  # a turn quicker than this shows no "typing…"
+    typing_interval_seconds: float
+
+
 @dataclass
 class _Lane:
     chat: str
@@ -61,7 +72,7 @@ class Conversation:
 
     def __init__(
         self,
-        settings: Settings,
+        config: LaneConfig,
         handler: TurnHandler,
         outbox: Outbox,
         messages: MessageStore,
@@ -71,7 +82,7 @@ class Conversation:
         sleep: Sleep = asyncio.sleep,
         stores: Stores | None = None,
     ) -> None:
-        self._settings = settings
+        self._config = config
         self._handler = handler
         self._outbox = outbox
         self._messages = messages
@@ -79,7 +90,7 @@ class Conversation:
         self._lanes_per_user_in_groups = lanes_per_user_in_groups
         self._typing_in_groups = typing_in_groups
         self._lanes: dict[str, _Lane] = {}
-        self._slots = asyncio.Semaphore(settings.max_concurrent_turns)
+        self._slots = asyncio.Semaphore(config.max_concurrent_turns)
         self._closing = False
         self._replies: set[asyncio.Task[ActionResult]] = set()
         self._stores = stores  # for the memory commands
@@ -103,14 +114,14 @@ class Conversation:
             await self._schedules(inbound, command)
         elif command in ("start", "help"):
             self._messages.mark_consumed([inbound.row_id])
-            await self._say(inbound, _greeting(self._settings.bot_name))
+            await self._say(inbound, _greeting(self._config.bot_name))
         elif lane.busy and self._may_join(lane, inbound):
             lane.injected.append(inbound)
         elif lane.busy:
             lane.pending.append(inbound)  # someone else's words wait for a turn of their own
         else:
             lane.pending.append(inbound)
-            self._schedule(lane, self._settings.debounce_ms / 1000)
+            self._schedule(lane, self._config.debounce_ms / 1000)
 
     async def recover(self) -> int:
         """Replay inbound messages that were accepted but never answered (e.g. before a crash)."""
@@ -155,7 +166,7 @@ class Conversation:
 
     def _may_join(self, lane: _Lane, inbound: Inbound) -> bool:
         """A message joins the running turn only if it neither lowers nor widens whose words the turn carries."""
-        mine = authority_of(inbound, self._settings.owner_id)
+        mine = authority_of(inbound, self._config.owner_id)
         return lane.turn_authority.joined(mine) == lane.turn_authority
 
     def _lane_key(self, inbound: Inbound) -> str:
@@ -176,7 +187,7 @@ class Conversation:
             return
         batch, lane.pending = lane.pending, []
         lane.stop_requested = False
-        lane.turn_authority = batch_authority(batch, self._settings.owner_id)
+        lane.turn_authority = batch_authority(batch, self._config.owner_id)
         lane.turn = asyncio.create_task(self._run_turn(lane, batch), name=f"turn:{lane.chat}")
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
@@ -235,16 +246,16 @@ class Conversation:
             self._schedule(lane, 0)
 
     async def _keep_typing(self, turn: Turn) -> None:
-        await self._sleep(self._settings.typing_delay_seconds)
+        await self._sleep(self._config.typing_delay_seconds)
         while True:
             await self._outbox.perform(Typing(chat=turn.chat, thread_id=turn.thread_id))
-            await self._sleep(self._settings.typing_interval_seconds)
+            await self._sleep(self._config.typing_interval_seconds)
 
     # --- commands ---
 
     def _may_manage(self, inbound: Inbound) -> bool:
         """Whether the sender may stop others' work and reset the chat: DMs, the owner, group admins."""
-        return inbound.is_private or inbound.sender.is_admin or is_owner(inbound, self._settings.owner_id)
+        return inbound.is_private or inbound.sender.is_admin or is_owner(inbound, self._config.owner_id)
 
     async def _stop(self, lane: _Lane, inbound: Inbound) -> None:
         if not self._may_manage(inbound):
@@ -274,7 +285,7 @@ class Conversation:
         own_turn = lane.busy and lane.turn_authority.people == (me,)
         if own_turn:
             await self._cancel_turn(lane)
-        own_work = await self._handler.interrupt(lane.chat, by=authority_of(inbound, self._settings.owner_id))
+        own_work = await self._handler.interrupt(lane.chat, by=authority_of(inbound, self._config.owner_id))
         self._messages.mark_consumed([inbound.row_id, *(i.row_id for i in cancelled)])
         # Others' work may run in their own lanes or as tasks; either way it is not this person's to stop.
         text = "Stopped." if own_turn or cancelled or own_work else _NOTHING_OF_YOURS
@@ -295,7 +306,7 @@ class Conversation:
         """/memory [stats] and /forget <id or words>: answered at once, never queued behind a turn."""
         assert self._stores is not None
         personal = inbound.is_private or self._lanes_per_user_in_groups
-        reach = command_reach(inbound, personal=personal, owner=is_owner(inbound, self._settings.owner_id))
+        reach = command_reach(inbound, personal=personal, owner=is_owner(inbound, self._config.owner_id))
         argument = inbound.text.split(maxsplit=1)[1] if len(inbound.text.split(maxsplit=1)) > 1 else ""
         try:
             text = (memory_command if command == "memory" else forget_command)(self._stores, reach, argument)
@@ -313,7 +324,7 @@ class Conversation:
         store = self._stores.schedules
         try:
             if command == "reminders":
-                by = authority_of(inbound, self._settings.owner_id)
+                by = authority_of(inbound, self._config.owner_id)
                 text = reminders_command(store, inbound, argument, by=by, now=time.time())
             else:
                 text = timezone_command(store, inbound, argument)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bicameral.events import Action, ActionResult, Authority, Inbound, Role
-from bicameral.sandbox.artifacts import Outgoing
+from bicameral.sandbox.artifacts import SendLimits
 from bicameral.store.memory_scopes import Reach, reach_for
 from bicameral.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from bicameral.config import Settings
     from bicameral.store import Stores
 
 
@@ -62,18 +62,18 @@ class Turn:
     def thread_id(self) -> str | None:
         return self.batch[-1].thread_id
 
-    def tool_context(self, settings: Settings, stores: Stores) -> ToolContext:
-        """What the turn's tools may touch: this chat, this turn's delivery, the stores."""
+    def tool_context(self, stores: Stores, data_dir: Path, sending: SendLimits) -> ToolContext:
+        """What the turn's tools may touch: this chat, this turn's delivery, the stores; files sent within `sending`."""
         return ToolContext(
             chat=self.chat,
             turn_id=self.turn_id,
-            data_dir=settings.data_dir,
+            data_dir=data_dir,
             perform=self.perform,
             stores=stores,
             message_ids=tuple(i.message_id for i in self.batch),
             authority=self.authority,
             reach=self.reach,
-            outgoing=Outgoing(max_files=settings.send_files_max, max_bytes=settings.send_file_max_bytes),
+            outgoing=sending.outgoing(),
         )
 
 
