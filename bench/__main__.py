@@ -21,6 +21,7 @@ from bench.heavy import run_heavy
 from bench.idle import run_idle
 from bench.local import run_local
 from bench.memory import run_memory
+from bench.offline import run_both
 from bench.overhead import run_overhead, run_overhead_subprocess
 from bench.recall import run_recall
 from bench.report import Figure, machine, print_report
@@ -80,6 +81,11 @@ async def _local(plan: Plan) -> list[Figure]:
     return (await run_local()).figures()
 
 
+async def _offline(plan: Plan) -> list[Figure]:
+    # The rules alone on the labelled phrasings (no chat, no model): the mode does not apply.
+    return [figure for result in run_both() for figure in result.figures()]
+
+
 async def _idle(plan: Plan) -> list[Figure]:
     return (await run_idle(plan.idle_seconds, plan.mode)).figures()
 
@@ -118,6 +124,7 @@ SCENARIOS: dict[str, Scenario] = {
     "idle": _idle,
     "chambers": _chambers,
     "local": _local,
+    "offline": _offline,
     "recall": _recall,
     "scheduler": _scheduler,
     "tools": _tools,

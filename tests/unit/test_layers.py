@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"tools"},  # the registry and the tools
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)
     {"mcp", "agent", "tasks", "turns", "scheduler"},  # the machinery every mode shares
-    {"gate", "front", "back", "single", "claude_code"},  # the intake and the chambers
+    {"gate", "front", "back", "single", "offline", "claude_code"},  # the intake and the chambers
     {"app", "doctor"},  # wiring
     {"cli"},  # the command line
     {"__main__", "__init__"},  # `python -m bicameral`

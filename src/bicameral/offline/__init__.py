@@ -1,0 +1,1 @@
+"""Offline mode: rules in front of the bundled local model, so it can remember, remind, read a page and recall."""
