@@ -155,7 +155,8 @@ class App:
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
-            gate_config(settings), access, self.stores, self.router, self.conversation.submit, limiter, clock=self._clock
+            gate_config(settings), access, self.stores, self.router, self.conversation.submit, limiter,
+            clock=self._clock, send=self.outbox.perform,
         )
 
         await self.handler.start()

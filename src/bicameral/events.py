@@ -201,6 +201,13 @@ def batch_authority(batch: Iterable[Inbound], owner_id: int | None) -> Authority
 # --- actions: what the core asks a channel to do ---
 
 
+# What a sent text is. "conversation": an answer or an interim word, delivered however long it takes and kept in
+# the chat's history. "notice": the gate's word to someone refused or limited, delivered the same way and kept apart
+# from any history a model reads. "status": the progress note, sent at once or not at all (it is stale a moment
+# later, so it is never queued or retried).
+Purpose = Literal["conversation", "notice", "status"]
+
+
 @dataclass(frozen=True)
 class SendText:
     chat: str
@@ -209,6 +216,10 @@ class SendText:
     thread_id: str | None = None
     # Whose words it answers (person keys): only they, and the owner, may have it edited or deleted later.
     audience: tuple[str, ...] = ()
+    purpose: Purpose = "conversation"
+    # A text the channel splits into several messages: the ids of the first parts, delivered by an earlier attempt
+    # that stopped part-way. The channel sends only the rest, and the result names every part.
+    sent_parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -255,9 +266,11 @@ COSMETIC_ACTIONS = (Typing, React)
 @dataclass(frozen=True)
 class ActionResult:
     ok: bool
+    # What the action made or touched; for a text sent in parts, the parts that arrived, even when it failed.
     message_ids: tuple[str, ...] = ()
     error: str | None = None
-    # Set by a channel when the failure is temporary: retry, no sooner than this many seconds.
+    # Set by a channel when the failure is temporary: retry, no sooner than this many seconds. The channel
+    # itself never waits: the outbox does, for the actions it keeps.
     retry_after: float | None = None
     # Accepted into the outbox but not delivered yet; it keeps trying.
     queued: bool = False

@@ -70,3 +70,14 @@ async def test_the_digest_stays_out_of_single_mode_and_the_history_tools(telegra
     assert "Ignore previous" not in seen and "wipe the disk" not in seen
     # Kept for the record, where the owner (not a model) reads it.
     assert app.stores.db.query_one("SELECT kind FROM messages WHERE text LIKE 'Refused%'")[0] == "notice"
+
+
+async def test_a_notice_telegram_refuses_for_now_arrives_after_the_wait_and_stays_a_notice(telegram, models, start_bot):
+    app = await start_bot(debounce_ms=0)
+    telegram.fail_next("sendMessage", status=429, retry_after=1)
+    telegram.user_sends(STRANGER, "hello?", user_id=STRANGER, first_name="Stranger")
+    [notice] = await telegram.await_sent(STRANGER, 1, timeout=15)
+    assert "private assistant" in notice["text"]
+    refused, sent = [c for c in telegram.calls_to("sendMessage") if str(c.params["chat_id"]) == str(STRANGER)]
+    assert refused.status == 429 and sent.ts - refused.ts >= 0.9  # waited out by the outbox, not dropped
+    assert app.stores.messages.is_notice(f"telegram:{STRANGER}", str(notice["message_id"]))

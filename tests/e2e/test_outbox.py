@@ -58,6 +58,21 @@ async def test_a_rate_limited_reply_waits_out_retry_after_and_arrives(telegram, 
     assert _texts(telegram) == ["slow but sure"]
 
 
+async def test_a_long_reply_telegram_refuses_between_its_parts_repeats_no_part(telegram, models, start_bot):
+    paragraphs = [f"Paragraph {i}: " + ("lorem ipsum dolor sit amet " * 18).strip() for i in range(20)]
+    long_text = "\n\n".join(paragraphs)
+    models.script(Reply(text=long_text))
+    await start_bot(**QUICK)
+    telegram.fail_next("sendMessage", status=429, retry_after=1, after=1)  # the second part
+    telegram.user_sends(OWNER, "write me a lot")
+    await telegram.await_sent(OWNER, 3, timeout=30)
+    await _until(lambda: " ".join(_texts(telegram)).split() == long_text.split())  # every part once, in order
+    first, refused, second = telegram.calls_to("sendMessage")[:3]
+    assert refused.status == 429 and second.ts - refused.ts >= 0.9
+    assert [c.params["text"] for c in telegram.calls_to("sendMessage")].count(first.params["text"]) == 1
+    await _prove_nothing_else_arrives(telegram, models, len(_texts(telegram)))
+
+
 async def test_a_reply_still_unsent_at_shutdown_is_delivered_once_by_the_next_start(telegram, models, start_bot):
     models.script(Reply(text="delivered after the restart"))
     telegram.fail_next("sendMessage", status=502, times=10)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
 
@@ -34,3 +36,37 @@ async def test_a_quick_turn_shows_no_note(telegram, models, start_bot):
     telegram.user_sends(OWNER, "again")
     sent = await telegram.await_sent(OWNER, 2)
     assert [m["text"] for m in sent] == ["quick", "also quick"]
+
+
+async def test_a_note_telegram_refuses_for_now_is_not_shown_late_and_the_answer_is_not_held(telegram, models, start_bot):
+    models.script(
+        Reply(tool_calls=[ToolCall("current_time", {"timezone": "UTC"})]),
+        Reply(text="It is noon.", latency=3),
+    )
+    await start_bot(progress_note_after_seconds=0.3)
+    telegram.fail_next("sendMessage", status=429, retry_after=30)  # the note's send
+    telegram.user_sends(OWNER, "what time is it?")
+    [answer] = await telegram.await_sent(OWNER, 1, timeout=20)
+    assert answer["text"] == "It is noon."  # not 30 s later: the note is a status, sent at once or not at all
+    await asyncio.sleep(1)
+    assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["It is noon."]
+    assert telegram.calls_to("deleteMessage") == []
+
+
+async def test_a_note_whose_removal_telegram_refuses_for_now_is_removed_after_the_wait_before_the_answer(
+    telegram, models, start_bot
+):
+    models.script(
+        Reply(tool_calls=[ToolCall("current_time", {"timezone": "UTC"})]),
+        Reply(text="It is noon.", latency=3),
+    )
+    await start_bot(progress_note_after_seconds=0.3)
+    telegram.fail_next("deleteMessage", status=429, retry_after=1)
+    telegram.user_sends(OWNER, "what time is it?")
+    [note, answer] = await telegram.await_sent(OWNER, 2, timeout=30)
+    assert note["text"].startswith("Still working on it") and answer["text"] == "It is noon."
+    refused, deleted = telegram.wait_for_call("deleteMessage", 2)
+    assert refused.status == 429 and str(deleted.params["message_id"]) == str(note["message_id"])
+    [send_answer] = [c for c in telegram.calls_to("sendMessage") if c.params.get("text") == "It is noon."]
+    assert deleted.ts - refused.ts >= 0.9 and deleted.ts <= send_answer.ts  # still taken down first
+    assert telegram.sent_messages(OWNER)[0]["deleted"] is True

@@ -118,6 +118,7 @@ class _Failure:
     description: str
     retry_after: int | None
     times: int
+    after: int = 0  # calls let through before the first failure
 
 
 @dataclass
@@ -728,6 +729,9 @@ class FakeTelegram:
                 if not queue:
                     continue
                 failure = queue[0]
+                if failure.after > 0:
+                    failure.after -= 1
+                    return
                 failure.times -= 1
                 if failure.times <= 0:
                     queue.pop(0)
@@ -983,8 +987,10 @@ class FakeTelegram:
         description: str = "Too Many Requests: retry after 1",
         retry_after: int | None = 1,
         times: int = 1,
+        after: int = 0,
     ) -> None:
-        """Make the next `times` calls of `method` ("*" = any method) fail; retry_after is sent only for 429."""
+        """Make the next `times` calls of `method` ("*" = any method) fail, once `after` calls went through;
+        retry_after is sent only for 429."""
         if status != 429:
             # Clients map any response carrying retry_after to a rate-limit error, so keep it 429-only.
             retry_after = None
@@ -993,7 +999,7 @@ class FakeTelegram:
         elif description == "Too Many Requests: retry after 1" and retry_after is not None:
             description = f"Too Many Requests: retry after {retry_after}"
         with self._lock:
-            self._failures.setdefault(method.lower(), []).append(_Failure(status, description, retry_after, times))
+            self._failures.setdefault(method.lower(), []).append(_Failure(status, description, retry_after, times, after))
 
     def hold(self, method: str, chat_id: int) -> threading.Event:
         """Keep every `method` call for `chat_id` unanswered until the returned event is set."""

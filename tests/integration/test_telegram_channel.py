@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -472,26 +473,46 @@ async def test_entity_rejection_falls_back_to_plain(fake: FakeTelegram, channel:
     assert len(fake.calls_to("sendMessage")) == 2
 
 
-async def test_429_is_retried_after_retry_after(
-    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder
+@pytest.mark.parametrize(
+    "action",
+    [
+        SendText(f"telegram:{DM}", "patience"),
+        EditText(f"telegram:{DM}", "1", "patience"),
+        DeleteMessage(f"telegram:{DM}", "1"),
+        React(f"telegram:{DM}", "1", "👍"),
+        Typing(f"telegram:{DM}"),
+    ],
+)
+async def test_a_429_is_reported_with_its_wait_and_never_waited_out_here(
+    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder, action: SendText
 ) -> None:
-    fake.fail_next("sendMessage", status=429, retry_after=3)
-    result = await channel.perform(SendText(f"telegram:{DM}", "patience"))
-    assert result.ok, result.error
-    assert len(fake.calls_to("sendMessage")) == 2
-    assert sleeps.delays == [3.0]
-    [sent] = fake.sent_messages(DM)
-    assert sent["text"] == "patience"
+    # The outbox is the one place that waits; the channel says how long and returns.
+    fake.fail_next("*", status=429, retry_after=120, times=10)
+    result = await channel.perform(action)
+    assert not result.ok and "rate limit" in (result.error or "") and result.retry_after == 120.0
+    assert len([c for c in fake.calls if c.method not in ("getMe", "getUpdates")]) == 1
+    assert sleeps.delays == []
 
 
-async def test_persistent_429_fails_cleanly(
-    fake: FakeTelegram, channel: TelegramChannel, sleeps: SleepRecorder
+LONG = "\n\n".join(f"Paragraph {i}: " + "lorem ipsum dolor sit amet " * 40 for i in range(6))
+
+
+async def test_a_429_between_two_parts_reports_the_part_that_arrived_and_the_retry_sends_only_the_rest(
+    fake: FakeTelegram, channel: TelegramChannel
 ) -> None:
-    fake.fail_next("sendMessage", status=429, retry_after=120, times=10)
-    result = await channel.perform(SendText(f"telegram:{DM}", "never"))
-    assert not result.ok and "rate limit" in (result.error or "")
-    assert len(fake.calls_to("sendMessage")) == 4
-    assert sleeps.delays == [60.0, 60.0, 60.0]
+    fake.user_sends(DM, "write a lot")
+    asked = SendText(f"telegram:{DM}", LONG, reply_to="1")
+    fake.fail_next("sendMessage", status=429, retry_after=2, after=1)
+    first = await channel.perform(asked)
+    assert not first.ok and first.retry_after == 2.0 and len(first.message_ids) == 1
+
+    again = await channel.perform(replace(asked, sent_parts=first.message_ids))
+    assert again.ok and again.message_ids[0] == first.message_ids[0] and len(again.message_ids) >= 2
+    sent = fake.sent_messages(DM)
+    assert [str(m["message_id"]) for m in sent] == list(again.message_ids)  # every part once, in order
+    assert " ".join(m["text"] for m in sent).split() == LONG.split()
+    replies = [c.params.get("reply_parameters") for c in fake.calls_to("sendMessage")]
+    assert replies[0] and not any(replies[1:])  # only the first part quotes; the resumed rest follows it
 
 
 async def test_react_typing_edit_delete(fake: FakeTelegram, channel: TelegramChannel) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bicameral.events import SendFile, SendText
+from bicameral.events import DeleteMessage, EditText, SendFile, SendText
 from bicameral.store.db import Database
 from bicameral.store.outbox import GIVEN_UP, PENDING, SENT, OutboxStore, QueuePlace
 
@@ -53,3 +53,37 @@ def test_the_head_place_names_the_first_unsent_message_its_tries_and_when_it_is_
     assert store.head_place("telegram:1") == QueuePlace(second.id, 0, 10.0)
     store.finish(second.id, GIVEN_UP, "blocked")
     assert store.head_place("telegram:1") is None
+
+
+def test_edits_and_deletions_are_kept_too_an_edit_redacted_like_a_message(tmp_path: Path) -> None:
+    store = OutboxStore(Database(tmp_path / "db.sqlite"))
+    key = "sk-" + "a1B2" * 12
+    edit = EditText(chat="telegram:1", message_id="41", text=f"the key is {key}")
+    delete = DeleteMessage(chat="telegram:1", message_id="41")
+    notice = SendText(chat="telegram:1", text="a notice", purpose="notice")
+    store.add([edit, delete, notice], [0.0, 0.0, 0.0])
+    kept = [entry.action for entry in store.pending()]
+    assert isinstance(kept[0], EditText) and kept[0].message_id == "41" and key not in kept[0].text
+    assert kept[1:] == [delete, notice]
+
+
+def test_the_parts_of_a_text_already_delivered_are_kept_with_its_next_try(tmp_path: Path) -> None:
+    store = OutboxStore(Database(tmp_path / "db.sqlite"))
+    [entry] = store.add([SendText(chat="telegram:1", text="long")], [0.0])
+    assert entry.parts_sent == ()
+    store.retry_later(entry.id, 5.0, "429", ("101",))
+    [waiting] = store.pending()
+    assert waiting.parts_sent == ("101",) and waiting.action.sent_parts == () and waiting.attempts == 1
+    store.retry_later(entry.id, 9.0, "429", ("101", "102"))
+    assert store.head("telegram:1").parts_sent == ("101", "102")  # type: ignore[union-attr]
+
+
+def test_an_entry_written_before_purposes_and_parts_reads_as_a_conversation_message(tmp_path: Path) -> None:
+    db = Database(tmp_path / "db.sqlite")
+    store = OutboxStore(db)
+    db.execute(
+        "INSERT INTO outbox (chat, action, not_before, created_at) VALUES (?, ?, 0, 0)",
+        ("telegram:1", '{"type": "SendText", "chat": "telegram:1", "text": "hi", "reply_to": null, "thread_id": null}'),
+    )
+    [entry] = store.pending()
+    assert entry.action == SendText(chat="telegram:1", text="hi") and entry.parts_sent == ()

@@ -55,7 +55,7 @@ async def test_a_long_turn_shows_its_latest_step_then_takes_the_note_down() -> N
     await note.step("web_fetch(url=https://example.org)")
     await note.close()
     assert channel.actions == [
-        SendText(chat=CHAT, text="Still working on it… step 1: recall(query=diet)"),
+        SendText(chat=CHAT, text="Still working on it… step 1: recall(query=diet)", purpose="status"),
         EditText(chat=CHAT, message_id="m1", text="Still working on it… step 2: web_fetch(url=https://example.org)"),
         DeleteMessage(chat=CHAT, message_id="m1"),
     ]
@@ -75,6 +75,24 @@ async def test_steps_in_quick_succession_are_one_edit_not_many() -> None:
     await note.close()
     edits = [a for a in channel.actions if isinstance(a, EditText)]
     assert [e.text for e in edits] == ["Still working on it… step 6: tool_5()"]
+
+
+async def test_once_an_edit_waits_in_the_outbox_the_note_is_not_edited_again_and_still_taken_down() -> None:
+    channel, timer = Channel(), Timer()
+
+    async def perform(action: Action) -> ActionResult:
+        result = await channel.perform(action)
+        # Telegram asked us to slow down: the outbox keeps the edit and tries it later.
+        return ActionResult(ok=True, queued=True) if isinstance(action, EditText) else result
+
+    note = ProgressNote(perform, CHAT, after=15, edit_every=0, sleep=timer)
+    note.start()
+    timer.elapsed.set()
+    await channel.performed.wait()
+    for step in range(3):
+        await note.step(f"tool_{step}()")
+    await note.close()
+    assert [type(a) for a in channel.actions] == [SendText, EditText, DeleteMessage]
 
 
 async def test_off_at_zero() -> None:

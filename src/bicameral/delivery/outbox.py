@@ -1,4 +1,5 @@
-"""The outbox: every message is recorded before its first attempt, then sent in order per chat until out or given up."""
+"""The outbox: every message, edit and deletion is recorded before its first attempt, then carried out in order per chat
+until done or given up. It is the one place that waits when a platform asks us to slow down."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from bicameral.backoff import backoff_delay
 from bicameral.delivery.router import ActionRouter
-from bicameral.events import Action, ActionResult, SendFile, SendText, Typing
-from bicameral.store.outbox import GIVEN_UP, SENT, Message, OutboxEntry, OutboxStore
+from bicameral.events import COSMETIC_ACTIONS, Action, ActionResult, SendFile, SendText, Typing
+from bicameral.store.outbox import GIVEN_UP, SENT, OutboxEntry, OutboxStore, Queued
 
 log = logging.getLogger(__name__)
 
@@ -19,13 +21,17 @@ _QUEUED = ActionResult(ok=True, queued=True)
 
 
 class Outbox:
-    """Durable delivery of SendText/SendFile; edits, deletes and cosmetic actions go straight to the router.
+    """Durable delivery of messages, edits and deletions; cosmetic actions and status texts go straight to the router.
 
-    A message that fails for a temporary reason (Telegram's 429 with retry_after, 5xx, network) waits
-    with backoff and is tried again, also after a restart; one refused for good, or still failing
-    `give_up_after` seconds after it was recorded, is dropped with a log line. A chat's messages go
-    out in the order they were recorded. The loop sleeps until the next due message or a wake-up,
-    so an idle outbox costs nothing.
+    Channels never wait: one that fails for a temporary reason (Telegram's 429 with retry_after, 5xx,
+    network) says so in its result, and the outbox waits (retry_after, or backoff if longer) and tries
+    again, also after a restart. A text that stopped part-way is resumed after the parts that arrived.
+    One refused for good, or still failing `give_up_after` seconds after it was recorded, is dropped
+    with a log line. A chat's entries are carried out in the order they were recorded. The loop sleeps
+    until the next due entry or a wake-up, so an idle outbox costs nothing.
+
+    Typing indicators and reactions are cosmetic: sent once, never retried. So is a "status" text (the
+    progress note), which is stale a moment later.
     """
 
     def __init__(
@@ -50,7 +56,7 @@ class Outbox:
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
         # What this process recorded, unredacted: the store keeps only the redacted text.
-        self._originals: dict[int, Message] = {}
+        self._originals: dict[int, Queued] = {}
         self._settled = asyncio.Event()  # set whenever a message is sent or given up
         self._loop: asyncio.Task[None] | None = None
 
@@ -68,15 +74,16 @@ class Outbox:
                 await task
 
     async def perform(self, action: Action, *, turn: str | None = None) -> ActionResult:
-        """Send a message through the outbox; any other action goes to its channel at once."""
-        if not isinstance(action, (SendText, SendFile)):
+        """Carry out a message, edit or deletion through the outbox; cosmetic actions and status texts go to their
+        channel at once, once."""
+        if isinstance(action, COSMETIC_ACTIONS) or (isinstance(action, SendText) and action.purpose == "status"):
             return await self._router.perform(action)
         [result] = await self.send([action], turn=turn)
         return result
 
     async def send(
         self,
-        actions: Sequence[Message],
+        actions: Sequence[Queued],
         *,
         turn: str | None = None,
         pauses: Sequence[float] = (),
@@ -113,9 +120,9 @@ class Outbox:
                     if head.id != entry.id or head.attempts or head.not_before > self._clock():
                         break
                     results[index] = await self._attempt(entry)
-                if not results[0].queued and results[-1].queued:
+                if not results[0].queued and results[-1].queued and _is_message(actions[0]):
                     # The next part is waiting out its pause: show the user more is coming.
-                    await self._router.perform(Typing(chat=chat, thread_id=actions[0].thread_id))
+                    await self._router.perform(Typing(chat=chat, thread_id=_thread_of(actions[0])))
         finally:
             if any(result.queued for result in results):
                 self._wake.set()  # what is left (or was cut short by a cancel) is the loop's to send
@@ -144,6 +151,8 @@ class Outbox:
 
     async def _attempt(self, entry: OutboxEntry) -> ActionResult:
         action = self._originals.get(entry.id, entry.action)
+        if entry.parts_sent and isinstance(action, SendText):
+            action = replace(action, sent_parts=entry.parts_sent)  # only the parts that did not arrive
         result = await self._router.deliver(action)
         if result.ok:
             self._originals.pop(entry.id, None)
@@ -169,7 +178,9 @@ class Outbox:
             return result
         delay = max(backoff_delay(self._retry_base, self._retry_cap, entry.attempts + 1), result.retry_after)
         log.info("message %d to %s not accepted (%s); retrying in %.1fs", entry.id, entry.chat, error, delay)
-        self._store.retry_later(entry.id, self._clock() + delay, error)
+        # The parts that arrived stay arrived: a failure that sent nothing new keeps what an earlier one sent.
+        arrived = max(entry.parts_sent, result.message_ids, key=len) if isinstance(action, SendText) else ()
+        self._store.retry_later(entry.id, self._clock() + delay, error, arrived)
         return _QUEUED
 
     def _done_with(self, entry: OutboxEntry) -> None:
@@ -217,11 +228,19 @@ class Outbox:
                 while (head := self._store.head(chat)) is not None and head.not_before <= self._clock():
                     result = await self._attempt(head)
                     following = self._store.head(chat)
-                    if result.ok and following is not None and following.attempts == 0:
+                    if result.ok and following is not None and following.attempts == 0 and _is_message(following.action):
                         # The next part is waiting out its pause: show the user more is coming.
-                        await self._router.perform(Typing(chat=chat, thread_id=following.action.thread_id))
+                        await self._router.perform(Typing(chat=chat, thread_id=_thread_of(following.action)))
         except Exception:
             log.exception("outbox delivery to %s failed", chat)
             await asyncio.sleep(self._retry_base)  # the chat stays claimed meanwhile, so the loop cannot spin
         finally:
             self._wake.set()
+
+
+def _is_message(action: Queued) -> bool:
+    return isinstance(action, SendText | SendFile)
+
+
+def _thread_of(action: Queued) -> str | None:
+    return action.thread_id if isinstance(action, SendText | SendFile) else None

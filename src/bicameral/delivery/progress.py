@@ -18,7 +18,11 @@ class ProgressNote:
 
     The note is one message: later steps edit it (at most every `edit_every` seconds, so a burst of
     tool calls is one edit, made when the interval is up), and `close` deletes it, since the answer
-    that follows is what the user came for. Every call is cosmetic: a failure is logged, never raised.
+    that follows is what the user came for. A failure is logged, never raised.
+
+    When the platform asks us to slow down: the note is a "status" text, shown at once or not at all,
+    so it never turns up late or lingers; an edit or the deletion waits in the outbox, and once an edit
+    waits there the note is not edited again (every later edit would only queue behind it).
     """
 
     def __init__(
@@ -45,6 +49,7 @@ class ProgressNote:
         self._shown = ""
         self._edited_at = 0.0
         self._showing = False  # the first send is under way: close waits for it instead of cancelling it
+        self._edit_waiting = False  # an edit waits in the outbox: no more edits
         self._timer: asyncio.Task[None] | None = None
         self._trailing: asyncio.Task[None] | None = None  # the edit a burst of steps is waiting for
         self._lock = asyncio.Lock()
@@ -58,7 +63,7 @@ class ProgressNote:
         """Record the step the turn just began; edits the note when one is showing."""
         self._steps += 1
         self._latest = description
-        if self._message_id is None:
+        if self._message_id is None or self._edit_waiting:
             return
         wait = self._edited_at + self._edit_every - self._clock()
         if wait <= 0:
@@ -97,7 +102,7 @@ class ProgressNote:
         async with self._lock:
             self._showing = True
             text = self.text()
-            result = await self._perform(SendText(chat=self._chat, text=text, thread_id=self._thread_id))
+            result = await self._perform(SendText(chat=self._chat, text=text, thread_id=self._thread_id, purpose="status"))
             self._showing = False
             if result.ok and result.message_ids:
                 self._message_id, self._shown, self._edited_at = result.message_ids[0], text, self._clock()
@@ -111,9 +116,12 @@ class ProgressNote:
 
     async def _edit(self) -> None:
         text = self.text()
-        if self._message_id is None or text == self._shown:
+        if self._message_id is None or self._edit_waiting or text == self._shown:
             return
         result = await self._perform(EditText(chat=self._chat, message_id=self._message_id, text=text))
+        if result.queued:
+            self._edit_waiting = True
+            log.info("progress note in %s: an edit waits in the outbox; no more edits", self._chat)
         if result.ok:
             self._shown, self._edited_at = text, self._clock()
         else:

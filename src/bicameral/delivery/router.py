@@ -52,7 +52,7 @@ class ActionRouter:
             return ActionResult.failed("the channel failed unexpectedly (the details are in the log)")
 
     def record(self, action: Action, result: ActionResult) -> None:
-        """Log what was done, and keep a sent message in the chat's history."""
+        """Log what was done, and keep a sent message in the chat's history (a notice apart from it)."""
         if isinstance(action, COSMETIC_ACTIONS):
             if not result.ok:
                 log.info("cosmetic %s skipped in %s: %s", type(action).__name__, action.chat, result.error)
@@ -64,7 +64,7 @@ class ActionRouter:
             return
         if isinstance(action, SendText):
             transcript.tx(action.chat, result.message_ids, action.text)
-            self._store(action.chat, result, action.text, action.audience)
+            self._store(action.chat, result, action.text, action.audience, notice=action.purpose == "notice")
         elif isinstance(action, SendFile):
             transcript.tx(action.chat, result.message_ids, f"[{action.kind}: {action.path}] {action.caption or ''}")
             self._store(action.chat, result, action.caption or f"[{action.kind}: {action.path}]", action.audience)
@@ -73,9 +73,15 @@ class ActionRouter:
         elif isinstance(action, DeleteMessage):
             transcript.action("DEL", action.chat, f"m{action.message_id}")
 
-    def _store(self, chat: str, result: ActionResult, text: str, audience: tuple[str, ...]) -> None:
+    def _store(
+        self, chat: str, result: ActionResult, text: str, audience: tuple[str, ...], *, notice: bool = False
+    ) -> None:
         if self._messages is None:
             return
         channel = split_chat_key(chat)[0]
         for message_id in result.message_ids or (None,):
-            self._messages.record_outbound(chat, channel, message_id, text, audience)
+            if notice:
+                # Kept for the record, out of every history a model reads (`messages.NOTICE`).
+                self._messages.record_notice(chat, channel, message_id, text)
+            else:
+                self._messages.record_outbound(chat, channel, message_id, text, audience)

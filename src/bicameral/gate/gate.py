@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bicameral.delivery.router import ActionRouter
-from bicameral.events import Inbound, SendText, chat_key, is_owner, split_chat_key
+from bicameral.events import Inbound, SendText, chat_key, is_owner
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.digest import refused_digest
 from bicameral.gate.ratelimit import RateLimiter, Verdict
@@ -24,7 +24,7 @@ from bicameral.sandbox.workspace import add_to_workspace, workspace_for
 from bicameral.store import Stores
 from bicameral.store.messages import IGNORED, PENDING
 from bicameral.text import normalize
-from bicameral.types import Clock
+from bicameral.types import Clock, Perform
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -68,12 +68,17 @@ class Gate:
         forward: Callable[[Inbound], Awaitable[None]],
         ratelimiter: RateLimiter | None = None,
         clock: Clock = time.time,
+        *,
+        send: Perform | None = None,
     ) -> None:
         self._config = config
         self._access = access
         self._stores = stores
         self._router = router
         self._forward = forward
+        # How notices go out: the app's outbox, which records them and waits out a platform's "slow down" like
+        # any message's; without one, straight through the router, once.
+        self._send = send or router.perform
         self._ratelimiter = ratelimiter
         self._clock = clock
         self._notices: set[asyncio.Task[object]] = set()
@@ -215,6 +220,7 @@ class Gate:
         if len(self._notices) >= MAX_PENDING_NOTICES:
             log.warning("notice to %s dropped: %d notices already in flight", notice.chat, len(self._notices))
             return
+        notice = dataclasses.replace(notice, purpose="notice")
         task = asyncio.create_task(self._send_notice(notice), name=f"notice:{notice.chat}")
         self._notices.add(task)
         task.add_done_callback(self._notices.discard)
@@ -222,14 +228,9 @@ class Gate:
     async def _send_notice(self, notice: SendText) -> None:
         """Send a notice and keep it as one: a notice is not conversation (a digest carries names and titles
         strangers chose), so it is recorded apart from what any model reads back (`messages.NOTICE`)."""
-        result = await self._router.deliver(notice)
+        result = await self._send(notice)
         if not result.ok:
-            transcript.tx_failed(notice.chat, f"notice: {result.error}")
-            return
-        transcript.tx(notice.chat, result.message_ids, notice.text)
-        channel = split_chat_key(notice.chat)[0]
-        for message_id in result.message_ids or (None,):
-            self._stores.messages.record_notice(notice.chat, channel, message_id, notice.text)
+            log.info("notice to %s not sent: %s", notice.chat, result.error)
 
     def _unquoted_notice(self, inbound: Inbound) -> Inbound:
         """The owner replying to a digest: Telegram sends the quoted digest along, which would carry the

@@ -1,4 +1,4 @@
-"""The outbox table: messages waiting to be sent, and which inbound rows each one answers."""
+"""The outbox table: messages, edits and deletions waiting to be carried out, and which inbound rows each answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
-from bicameral.events import SendFile, SendText
+from bicameral.events import DeleteMessage, EditText, SendFile, SendText
 from bicameral.redaction import scrub
 from bicameral.store.db import Database
 from bicameral.store.messages import consume
@@ -18,7 +18,9 @@ PENDING = "pending"  # recorded, not yet accepted by the channel
 SENT = "sent"
 GIVEN_UP = "given_up"  # refused for good, or still failing after the give-up time
 
-Message = SendText | SendFile
+# What the outbox keeps: everything that changes what a chat reads. Typing and reactions are cosmetic and never
+# kept; a text whose purpose is "status" is not kept either.
+Queued = SendText | SendFile | EditText | DeleteMessage
 # Spelled as the partial index `outbox_pending` spells it. Bound as a parameter, the state would make
 # SQLite plan the statement again at every call, to learn whether the index applies: five times the cost.
 _IS_PENDING = f"state = '{PENDING}'"
@@ -30,11 +32,13 @@ _FIRST_UNSENT = f"FROM outbox WHERE chat = ? AND {_IS_PENDING} ORDER BY id LIMIT
 class OutboxEntry:
     id: int
     chat: str
-    action: Message
+    action: Queued
     turn_id: str | None
     attempts: int
     not_before: float
     created_at: float
+    # A text sent in parts: the ids of the parts an earlier attempt delivered (see SendText.sent_parts).
+    parts_sent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ class OutboxStore:
         """One transaction for this store's writes and other stores' (never held across an await)."""
         return self._db.tx()
 
-    def add(self, actions: Sequence[Message], not_before: Sequence[float], turn_id: str | None = None) -> list[OutboxEntry]:
+    def add(self, actions: Sequence[Queued], not_before: Sequence[float], turn_id: str | None = None) -> list[OutboxEntry]:
         """Record messages in one transaction, so either all of a reply's parts are kept or none."""
         now = self._clock()
         entries = []
@@ -94,10 +98,11 @@ class OutboxStore:
         row = self._db.query_one(f"SELECT id, attempts, not_before {_FIRST_UNSENT}", (chat,))
         return QueuePlace(row["id"], row["attempts"], row["not_before"]) if row else None
 
-    def retry_later(self, entry_id: int, not_before: float, error: str) -> None:
+    def retry_later(self, entry_id: int, not_before: float, error: str, parts_sent: Sequence[str] = ()) -> None:
+        """Try again no sooner than `not_before`; `parts_sent`: the parts of a text that are out already."""
         self._db.execute(
-            "UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ? WHERE id = ?",
-            (not_before, error, entry_id),
+            "UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ?, parts_sent = ? WHERE id = ?",
+            (not_before, error, json.dumps(list(parts_sent)) if parts_sent else None, entry_id),
         )
 
     def finish(self, entry_id: int, state: str, error: str | None = None) -> None:
@@ -146,7 +151,7 @@ class OutboxStore:
         return row["state"] if row else None
 
 
-_COLUMNS = "id, chat, action, turn_id, attempts, not_before, created_at"
+_COLUMNS = "id, chat, action, turn_id, attempts, not_before, created_at, parts_sent"
 
 
 def _entry(row: sqlite3.Row) -> OutboxEntry:
@@ -158,25 +163,34 @@ def _entry(row: sqlite3.Row) -> OutboxEntry:
         attempts=row["attempts"],
         not_before=row["not_before"],
         created_at=row["created_at"],
+        parts_sent=tuple(json.loads(row["parts_sent"])) if row["parts_sent"] else (),
     )
 
 
-def _redacted(action: Message, redact: Callable[[str], str]) -> Message:
+def _redacted(action: Queued, redact: Callable[[str], str]) -> Queued:
     """The action with its text redacted; the action itself when there was nothing to redact (the usual case)."""
-    if isinstance(action, SendText):
+    if isinstance(action, SendText | EditText):
         text = redact(action.text)
         return action if text == action.text else replace(action, text=text)
+    if isinstance(action, DeleteMessage):
+        return action
     caption = redact(action.caption) if action.caption else action.caption
     return action if caption == action.caption else replace(action, caption=caption)
 
 
-def action_to_json(action: Message) -> str:
+_KINDS: dict[str, type[Queued]] = {kind.__name__: kind for kind in (SendText, SendFile, EditText, DeleteMessage)}
+_TUPLES = ("audience", "sent_parts")  # the fields JSON gives back as lists
+
+
+def action_to_json(action: Queued) -> str:
     # Every field is a str, None or a tuple of str: the fields as they are, without asdict's deep copy.
     return json.dumps({"type": type(action).__name__, **vars(action)}, ensure_ascii=False)
 
 
-def action_from_json(payload: str) -> Message:
+def action_from_json(payload: str) -> Queued:
     data = json.loads(payload)
-    kind = data.pop("type")
-    data["audience"] = tuple(data.get("audience") or ())
-    return SendFile(**data) if kind == "SendFile" else SendText(**data)
+    kind = _KINDS[data.pop("type")]
+    for name in _TUPLES:
+        if name in data:
+            data[name] = tuple(data[name] or ())
+    return kind(**data)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from bicameral.events import DeleteMessage, EditText, React, SendText
+from bicameral.events import ActionResult, DeleteMessage, EditText, React, SendText
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 
 _MAX_TEXT = 20000
@@ -67,7 +67,7 @@ class EditMessage(Tool[EditArgs]):
         if refused is not None:
             return refused
         result = await ctx.perform(EditText(chat=ctx.chat, message_id=args.message_id, text=args.text))
-        return ToolResult(f"edited message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
+        return _done(result, f"edited message {args.message_id}", "the edit")
 
 
 class DeleteMessageTool(Tool[MessageRef]):
@@ -81,7 +81,7 @@ class DeleteMessageTool(Tool[MessageRef]):
         if refused is not None:
             return refused
         result = await ctx.perform(DeleteMessage(chat=ctx.chat, message_id=args.message_id))
-        return ToolResult(f"deleted message {args.message_id}") if result.ok else ToolResult.error(_why(result.error))
+        return _done(result, f"deleted message {args.message_id}", "the deletion")
 
 
 class AddReaction(Tool[ReactArgs]):
@@ -103,6 +103,14 @@ async def _send(ctx: ToolContext, action: SendText) -> ToolResult:
         return ToolResult("queued: the chat did not take it yet, and it will be delivered; do not send it again")
     ctx.sent_message_ids.extend(result.message_ids)
     return ToolResult(f"sent message_id={','.join(result.message_ids)}")
+
+
+def _done(result: ActionResult, done: str, what: str) -> ToolResult:
+    if not result.ok:
+        return ToolResult.error(_why(result.error))
+    if result.queued:
+        return ToolResult(f"queued: the chat did not take {what} yet, and it will be made; do not ask for it again")
+    return ToolResult(done)
 
 
 def _not_theirs(ctx: ToolContext, message_id: str) -> ToolResult | None:

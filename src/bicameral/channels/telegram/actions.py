@@ -1,4 +1,9 @@
-"""Performing core Actions against the Bot API: formatting, fallbacks, 429 retries, clean errors."""
+"""Performing core Actions against the Bot API: formatting, fallbacks, clean errors.
+
+Every call is made once. When Telegram asks us to slow down (429), the result says how long to wait
+(`retry_after`) and the outbox, the one place that waits, tries again; a text split into several
+messages reports the parts that arrived, so the next attempt sends only the rest.
+"""
 
 from __future__ import annotations
 
@@ -38,8 +43,6 @@ T = TypeVar("T")
 _TextCall = Callable[[str, ParseMode | None], Awaitable[T]]
 
 MAX_TEXT = 4096
-MAX_RETRIES = 3
-MAX_RETRY_AFTER = 60.0
 # Bot API calls in flight at once: a burst of hundreds of replies queues here, in order, rather than
 # opening a connection to Telegram for each.
 IN_FLIGHT = 16
@@ -56,13 +59,12 @@ class ActionPerformer:
         bot: Bot,
         settings: Settings,
         *,
-        sleep: Sleep,
+        sleep: Sleep | None = None,  # not used: waiting out a rate limit is the outbox's
         redact: Callable[[str], str] = str,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._bot = bot
         self._settings = settings
-        self._sleep = sleep
         self._redact = redact
         self._clock = clock
         self._slots = asyncio.Semaphore(IN_FLIGHT)
@@ -101,7 +103,7 @@ class ActionPerformer:
         """A clear one-line account of a Bot API failure, with the token redacted."""
         what = type(action).__name__
         if isinstance(exc, RetryAfter):
-            text = f"Telegram rate limit persisted after {MAX_RETRIES} retries (retry after {retry_seconds(exc):.0f}s)"
+            text = f"Telegram rate limit: asked to wait {retry_seconds(exc):.0f}s"
         elif isinstance(exc, ChatMigrated):
             text = f"the group became a supergroup; its new chat id is {exc.new_chat_id}"
         elif isinstance(exc, Forbidden):
@@ -121,10 +123,13 @@ class ActionPerformer:
             return ActionResult.failed("nothing to send: the text is empty")
         thread = _optional_int(action.thread_id, "thread id")
         reply_to = _reply_target(action.reply_to, chat_id)
-        sent: list[str] = []
+        # Parts an earlier attempt delivered are not sent again: the split of the same text is the same.
+        sent: list[str] = list(action.sent_parts)
         from .split import split_for_telegram  # markdown-it: warmed in the background at start
 
         for index, chunk in enumerate(split_for_telegram(action.text, limit=MAX_TEXT)):
+            if index < len(action.sent_parts):
+                continue
             def send_chunk(reply: dict[str, Any] | None, chunk: str = chunk) -> Awaitable[int]:
                 def send(text: str, mode: ParseMode | None) -> Awaitable[int]:
                     params = {
@@ -142,7 +147,7 @@ class ActionPerformer:
                 # Only the first chunk replies; the rest follow it as a continuation.
                 message_id = await self._replying(send_chunk, chat_id, reply_to if index == 0 else None)
             except TelegramError as exc:
-                # Report what did arrive, so the core can edit or delete partial output.
+                # Report what did arrive: a retry resumes after it, and the core can edit or delete it.
                 return ActionResult(
                     ok=False, message_ids=tuple(sent), error=self.describe(exc, action), retry_after=retry_after(exc)
                 )
@@ -169,7 +174,7 @@ class ActionPerformer:
     async def _delete(self, chat_id: int, action: DeleteMessage) -> ActionResult:
         message_id = _required_int(action.message_id, "message id")
         try:
-            await self._retrying(
+            await self._call(
                 lambda: api.call(self._bot, "deleteMessage", {"chat_id": chat_id, "message_id": message_id})
             )
         except BadRequest as exc:
@@ -181,7 +186,7 @@ class ActionPerformer:
     async def _react(self, chat_id: int, action: React) -> ActionResult:
         message_id = _required_int(action.message_id, "message id")
         params = {"chat_id": chat_id, "message_id": message_id, "reaction": [{"type": "emoji", "emoji": action.emoji}]}
-        await self._retrying(lambda: api.call(self._bot, "setMessageReaction", params))
+        await self._call(lambda: api.call(self._bot, "setMessageReaction", params))
         return ActionResult(ok=True, message_ids=(action.message_id,))
 
     async def _typing(self, chat_id: int, action: Typing) -> ActionResult:
@@ -197,7 +202,7 @@ class ActionPerformer:
         self._typing_shown.setdefault(chat_id, {})[thread] = now
         try:
             params = {"chat_id": chat_id, "action": ChatAction.TYPING, "message_thread_id": thread}
-            await self._retrying(lambda: api.call(self._bot, "sendChatAction", params))
+            await self._call(lambda: api.call(self._bot, "sendChatAction", params))
         except BaseException:
             self._typing_shown.get(chat_id, {}).pop(thread, None)
             raise
@@ -215,7 +220,7 @@ class ActionPerformer:
             return ActionResult.failed(f"file not found: {action.path}")
         thread = _optional_int(action.thread_id, "thread id")
         reply_to = _reply_target(action.reply_to, chat_id)
-        # Read once: a 429 retry re-sends the same bytes, and PTB cannot rewind an open file.
+        # Read once: the photo refused and resent as a document sends the same bytes, and PTB cannot rewind a file.
         upload = InputFile(path.read_bytes(), filename=path.name)
 
         as_photo = action.kind == "photo"
@@ -235,7 +240,7 @@ class ActionPerformer:
 
             if action.caption and action.caption.strip():
                 return await self._formatted(send, action.caption)
-            return await self._retrying(lambda: send(None, None))
+            return await self._call(lambda: send(None, None))
 
         async def attempt() -> int:
             return await self._replying(send_file, chat_id, reply_to)
@@ -276,26 +281,17 @@ class ActionPerformer:
 
         html = markdown_to_html(markdown)
         try:
-            return await self._retrying(lambda: call(html, ParseMode.HTML))
+            return await self._call(lambda: call(html, ParseMode.HTML))
         except BadRequest as exc:
             if "can't parse entities" not in exc.message.lower():
                 raise
             log.warning("Telegram could not parse our HTML (%s); resending as plain text", exc.message)
-        return await self._retrying(lambda: call(html_to_plain(html), None))
+        return await self._call(lambda: call(html_to_plain(html), None))
 
-    async def _retrying(self, make: Callable[[], Awaitable[T]]) -> T:
-        """Run one API call, waiting out 429s (capped) up to MAX_RETRIES times."""
-        for attempt in range(MAX_RETRIES + 1):
-            try:
-                async with self._slots:
-                    return await make()
-            except RetryAfter as exc:
-                if attempt == MAX_RETRIES:
-                    raise
-                delay = min(retry_seconds(exc), MAX_RETRY_AFTER)
-                log.info("Telegram asked to slow down; retrying in %.0fs", delay)
-                await self._sleep(delay)
-        raise AssertionError("unreachable")  # the loop always returns or raises
+    async def _call(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Make one API call once a slot is free; a 429 is raised like any error, its wait carried in the result."""
+        async with self._slots:
+            return await make()
 
     def _inside_data_dir(self, relative: str) -> Path | None:
         root = self._settings.data_dir
