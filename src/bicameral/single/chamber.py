@@ -137,6 +137,13 @@ class SingleChamber:
         if self._extractor is not None and result.error is None:
             self._extractor.schedule(ctx.reach, turn.batch, reply)  # after the reply is out: never delays it
 
+    def record(self, turn: Turn, reply: str) -> None:
+        """Keep an exchange answered without the model (the offline triage) in the chat's session, so the model's
+        next turn sees it."""
+        history = MESSAGES.validate_python(self._stores.sessions.load(turn.chat))
+        user = Message(role="user", content=list(content_blocks(turn.batch, self._config.owner_id)))
+        self._save(turn.chat, history + [user, Message.assistant(reply)])
+
     def _save(self, chat: str, messages: list[Message]) -> None:
         stored = prepare_for_storage(without_memory(messages), self._config.max_session_messages)
         self._stores.sessions.save(chat, MESSAGES.dump_python(stored, mode="json"))
