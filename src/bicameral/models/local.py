@@ -39,6 +39,10 @@ _BREVITY = "Reply briefly."
 _REPEAT_PENALTY = 1.15
 _ENVELOPE_TAG = re.compile(r"</?msg\b[^>]*>")
 _QUOTE = re.compile(r"<quote\b[^>]*>(.*?)</quote>", re.DOTALL)
+# The memory note of context/memory.py (`<memory> …:` then `- [id] (where) fact` lines): ids and markup are
+# for models that call recall and forget.
+_MEMORY_NOTE = re.compile(r"<memory>[^\n]*\n(.*?)</memory>", re.DOTALL)
+_NOTED = re.compile(r"^- \[[^\]]*\] \([^)]*\) ")
 _INSTALL_HINT = (
     "install it with `pip install 'bicameral[local]'`, or set BICAMERAL_BACK_MODEL "
     "(and BICAMERAL_FRONT_MODEL) to a hosted model such as anthropic:claude-sonnet-4-5"
@@ -177,7 +181,9 @@ class LocalModel:
 
 def to_chat(system: str, messages: list[Message]) -> list[dict[str, str]]:
     """Our conversation as plain-text chat messages for a small model, tool traffic rendered inline."""
-    chat: list[dict[str, str]] = [{"role": "system", "content": _small_prompt(system)}]
+    messages, facts = _notes(messages)
+    prompt = _small_prompt(system) + (f"\n\nNotes about the user: {'; '.join(facts)}." if facts else "")
+    chat: list[dict[str, str]] = [{"role": "system", "content": prompt}]
     for message in messages:
         text = "\n".join(part for part in (_render(b) for b in message.content) if part)
         if not text:
@@ -202,6 +208,28 @@ def _plain(text: str) -> str:
     """Message envelopes as the words inside them: a small model repeats markup it is shown."""
     text = _QUOTE.sub(lambda m: f'(replying to: "{html.unescape(m.group(1))}")', text)
     return html.unescape(_ENVELOPE_TAG.sub("", text))
+
+
+def _notes(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """The memory notes taken out of the messages, as the facts alone.
+
+    A model this small echoes the note's ids and markup, and greets the user by a name it finds in the user's
+    turn; told as notes about the user in the system prompt, the facts answer questions about them.
+    """
+    facts: list[str] = []
+
+    def take(note: re.Match[str]) -> str:
+        facts.extend(_NOTED.sub("", line).rstrip(".") for line in note.group(1).splitlines() if _NOTED.match(line))
+        return ""
+
+    kept = []
+    for message in messages:
+        blocks = [
+            TextBlock(text=_MEMORY_NOTE.sub(take, b.text).strip()) if isinstance(b, TextBlock) else b
+            for b in message.content
+        ]
+        kept.append(Message(role=message.role, content=blocks))
+    return kept, facts
 
 
 def _render(block: Any) -> str:
