@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     import typer
 
 log = logging.getLogger("bicameral")
+# In a terminal a message is sent with Enter and pasted lines arrive together: a short wait joins a paste into one
+# turn without holding every answer back (the chat apps' default is for people who send a message in pieces).
+TERMINAL_DEBOUNCE_MS = 250
 
 
 def main() -> None:
@@ -46,10 +49,17 @@ def chat() -> None:
     """Talk to the assistant in this terminal."""
     from bicameral.channels.terminal import TerminalChannel
 
-    settings = _load_settings()
+    settings = terminal_settings(_load_settings())
     _start_logging(settings, "WARNING")
     terminal = TerminalChannel(bot_name=settings.bot_name)
     _serve(settings, lambda: [terminal], back_model=lambda: live_back_model(settings, terminal.show_partial))
+
+
+def terminal_settings(settings: Settings) -> Settings:
+    """The settings for a conversation in the terminal: a short debounce unless one is set."""
+    if "debounce_ms" in settings.model_fields_set:
+        return settings
+    return settings.model_copy(update={"debounce_ms": TERMINAL_DEBOUNCE_MS})
 
 
 def live_back_model(settings: Settings, show: Callable[[str], None]) -> Model | None:
