@@ -16,7 +16,7 @@ from typing import Any
 
 import psutil
 
-from bicameral.app import App
+from bicameral.app import App, telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.config import Settings
 from bicameral.observe.logs import setup_logging
@@ -165,7 +165,7 @@ def file_logging(settings: Settings) -> Iterator[None]:
 async def running_app(settings: Settings) -> AsyncIterator[App]:
     """The real assistant serving the fake Telegram in this event loop."""
     with file_logging(settings):
-        app = App(settings, [TelegramChannel(settings)])
+        app = App(settings, [TelegramChannel(telegram_config(settings))])
         await app.start()
         try:
             yield app

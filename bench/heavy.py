@@ -17,7 +17,7 @@ from bench.harness import TimedTelegram, bench_settings, fakes, file_logging, op
 from bench.load import warm_up
 from bench.report import Figure
 from bench.tools import loopback, serving
-from bicameral.app import App
+from bicameral.app import App, telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.config import Settings
 from bicameral.tools.web import WebFetch
@@ -94,7 +94,7 @@ async def _app(settings: Settings, limits: ExtractLimits) -> AsyncIterator[App]:
     """The real assistant, its web_fetch allowed to reach the local server (the bench's own allowance)."""
     fetcher = WebFetcher(policy=AddressPolicy(allowed=(ip_network("127.0.0.1/32"),)), resolve=loopback)
     with file_logging(settings):
-        app = App(settings, [TelegramChannel(settings)], extra_tools=[WebFetch(fetcher, Extractor(limits))])
+        app = App(settings, [TelegramChannel(telegram_config(settings))], extra_tools=[WebFetch(fetcher, Extractor(limits))])
         await app.start()
         try:
             yield app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bicameral.app import App
+from bicameral.app import App, telegram_config
 from bicameral.config import Settings
 from tests.fakes.model_server import ModelServer
 from tests.fakes.telegram_server import FakeTelegram
@@ -61,7 +61,7 @@ async def start_bot(make_settings):
 
     async def start(*, extra_tools=(), **overrides) -> App:
         settings = make_settings(**overrides)
-        app = App(settings, [TelegramChannel(settings)], extra_tools=extra_tools)
+        app = App(settings, [TelegramChannel(telegram_config(settings))], extra_tools=extra_tools)
         await app.start()
         apps.append(app)
         return app

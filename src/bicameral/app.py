@@ -27,7 +27,7 @@ from bicameral.front.chamber import FrontChamber, FrontConfig
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate, GateConfig
 from bicameral.gate.ratelimit import RateLimiter
-from bicameral.models import build_model
+from bicameral.models import ModelConfig, build_model
 from bicameral.models.base import Model
 from bicameral.redaction import Redactor
 from bicameral.sandbox.artifacts import OUTGOING_DIR, SendLimits, discard, prune
@@ -54,6 +54,7 @@ from bicameral.web.search import DdgsSearcher
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
+    from bicameral.channels.telegram import TelegramConfig
     from bicameral.claude_code.chamber import ChamberConfig
     from bicameral.claude_code.config import ClaudeCodeConfig
     from bicameral.offline import OfflineConfig
@@ -238,7 +239,7 @@ class App:
         """The model passed in, or one built from the settings (and then closed by `stop`)."""
         if given is not None:
             return given
-        model = build_model(ref, self.settings)
+        model = build_model(ref, model_config(self.settings))
         self._built_models.append(model)
         return model
 
@@ -385,7 +386,7 @@ def configured_channels(settings: Settings) -> list[Channel]:
     if settings.telegram_token is not None:
         from bicameral.channels.telegram import TelegramChannel
 
-        channels.append(TelegramChannel(settings))
+        channels.append(TelegramChannel(telegram_config(settings)))
     if not channels:
         raise ConfigError(
             "no channel is configured: set BICAMERAL_TELEGRAM_TOKEN (from @BotFather) to serve Telegram, "
@@ -519,18 +520,15 @@ def claude_code_config(settings: Settings) -> ClaudeCodeConfig:
     """The CLI, its log-in and its supervision, for the Claude Code chamber and executor alike."""
     from bicameral.claude_code.config import ClaudeCodeConfig
 
-    def secret(value: SecretStr | None) -> str | None:
-        return (value.get_secret_value() or None) if value is not None else None
-
     return ClaudeCodeConfig(
         data_dir=settings.data_dir,
         owner_id=settings.owner_id,
         binary=settings.claude_bin,
         model=settings.back.model,
         effort=settings.claude_effort,
-        api_key=secret(settings.anthropic_api_key),
+        api_key=_secret(settings.anthropic_api_key),
         base_url=settings.anthropic_base_url,
-        oauth_token=secret(settings.claude_oauth_token),
+        oauth_token=_secret(settings.claude_oauth_token),
         proxy=settings.claude_proxy,
         plugins_path=settings.resolved_plugins_path,
         liveness_timeout=settings.liveness_timeout_seconds,
@@ -557,3 +555,39 @@ def claude_code_chamber_config(settings: Settings) -> ChamberConfig:
         compact_tokens=settings.claude_code_compact_tokens,
         scheduled_retry=fire_retry(settings),
     )
+
+
+def model_config(settings: Settings) -> ModelConfig:
+    """How the completion APIs are reached, and where the local model is."""
+    return ModelConfig(
+        data_dir=settings.data_dir,
+        anthropic_api_key=_secret(settings.anthropic_api_key),
+        anthropic_base_url=settings.anthropic_base_url,
+        openai_api_key=_secret(settings.openai_api_key),
+        openai_base_url=settings.openai_base_url,
+        max_retries=settings.model_max_retries,
+        timeout_seconds=settings.model_timeout_seconds,
+        proxy_variables=settings.proxy_variables(),
+        local_model_path=settings.local_model_path,
+        local_context_tokens=settings.local_context_tokens,
+    )
+
+
+def telegram_config(settings: Settings) -> TelegramConfig:
+    from bicameral.channels.telegram import TelegramConfig
+
+    return TelegramConfig(
+        token=settings.telegram_token,
+        api_url=settings.telegram_api_url,
+        poll_timeout=settings.telegram_poll_timeout,
+        proxy_variables=settings.proxy_variables(),
+        bot_name=settings.bot_name,
+        data_dir=settings.data_dir,
+        attachments_dir=settings.attachments_dir,
+        typing_interval_seconds=settings.typing_interval_seconds,
+    )
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    """A configured secret's value; an empty one counts as none."""
+    return (value.get_secret_value() or None) if value is not None else None

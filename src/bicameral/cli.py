@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
 
-from bicameral.app import App, configured_channels, prepare_data_dir
+from bicameral.app import App, configured_channels, model_config, prepare_data_dir
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import BicameralError
@@ -72,7 +72,7 @@ def live_back_model(settings: Settings, show: Callable[[str], None]) -> Model | 
     from bicameral.models import build_model
     from bicameral.models.echo import EchoText
 
-    return EchoText(build_model(settings.back_model, settings), show)
+    return EchoText(build_model(settings.back_model, model_config(settings)), show)
 
 
 def doctor() -> None:

@@ -111,6 +111,7 @@ async def _telegram(settings: Settings) -> Check:
 
 
 async def _back_model(settings: Settings) -> Check:
+    from bicameral.app import model_config
     from bicameral.models import build_model, ping
 
     ref = settings.back_model
@@ -119,7 +120,7 @@ async def _back_model(settings: Settings) -> Check:
         where = f"at {found}" if found else "not found; install @anthropic-ai/claude-code"
         return Check("back model", bool(found), f"{ref}: claude CLI {where}")
     try:
-        model = build_model(ref, settings)
+        model = build_model(ref, model_config(settings))
         error = await asyncio.wait_for(ping(model), timeout=60)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
@@ -135,11 +136,9 @@ async def _claude_cli(settings: Settings) -> Check:
 
 
 async def _sandbox(settings: Settings) -> Check:
-    from bicameral.sandbox.runner import Sandbox
+    from bicameral.app import run_sandbox
 
-    sandbox = Sandbox.configured(
-        settings.sandbox_bwrap, quota_mb=settings.workspace_quota_mb, reserve_mb=settings.disk_reserve_mb
-    )
+    sandbox = run_sandbox(settings)
     why = await sandbox.unavailable()
     if why:
         return Check("sandbox", False, f"the run tool is off: {why}", required=False)

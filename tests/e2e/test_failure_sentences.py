@@ -7,7 +7,7 @@ import logging
 
 from pydantic import BaseModel
 
-from bicameral.app import App
+from bicameral.app import App, telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.failures import failure_sentence
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -76,7 +76,7 @@ async def test_a_crashing_executor_is_told_as_a_plain_sentence_and_traced_scrubb
         ]),
         model="front",
     )
-    async with App(settings, [TelegramChannel(settings)], back_model=_CrashingModel(_leak(settings))) as app:
+    async with App(settings, [TelegramChannel(telegram_config(settings))], back_model=_CrashingModel(_leak(settings))) as app:
         telegram.user_sends(OWNER, "summarise my notes")
         sent = await telegram.await_sent(OWNER, 2, timeout=20)
         texts = [m["text"] for m in sent]
@@ -92,7 +92,7 @@ async def test_a_crashing_executor_is_told_as_a_plain_sentence_and_traced_scrubb
 async def test_a_crashing_turn_in_single_mode_is_told_as_a_plain_sentence(telegram, models, make_settings, caplog):
     caplog.set_level(logging.INFO)
     settings = make_settings()
-    async with App(settings, [TelegramChannel(settings)], back_model=_CrashingModel(_leak(settings))):
+    async with App(settings, [TelegramChannel(telegram_config(settings))], back_model=_CrashingModel(_leak(settings))):
         telegram.user_sends(OWNER, "summarise my notes")
         sent = await telegram.await_sent(OWNER, 1, timeout=20)
     texts = [m["text"] for m in sent]

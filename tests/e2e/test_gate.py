@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bicameral.app import App
+from bicameral.app import App, telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
@@ -145,7 +145,7 @@ async def start_at_noon(make_settings):
 
     async def start(clock: Callable[[], float] = lambda: NOON, policy: str = "open", **overrides) -> App:
         settings = make_settings(**overrides)
-        app = App(settings, [TelegramChannel(settings)], clock=clock)
+        app = App(settings, [TelegramChannel(telegram_config(settings))], clock=clock)
         await app.start()
         app.gate.access.save(app.gate.access.config.model_copy(update={"policy": policy}))
         apps.append(app)

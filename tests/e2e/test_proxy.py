@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bicameral.app import model_config, telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.errors import ConfigError
 from bicameral.models import build_model
@@ -116,9 +117,9 @@ async def test_no_proxy_sends_the_listed_hosts_direct(telegram, models, start_bo
 def test_a_proxy_scheme_we_cannot_speak_is_a_config_error_at_construction(make_settings, variable):
     settings = make_settings(**{variable: "socks4://127.0.0.1:1080"})
     with pytest.raises(ConfigError, match=variable.upper()):
-        TelegramChannel(settings)
+        TelegramChannel(telegram_config(settings))
     with pytest.raises(ConfigError, match=variable.upper()):
-        build_model("openai:gpt-test", settings)
+        build_model("openai:gpt-test", model_config(settings))
 
 
 def test_bicameral_run_with_a_socks4_proxy_says_so_and_exits(tmp_path, telegram):

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from bicameral.app import model_config
 from bicameral.config import Settings
 from bicameral.models import build_model, describe, ping
 from bicameral.models.anthropic import AnthropicModel
@@ -337,8 +338,8 @@ async def test_build_model_and_ping(server: ModelServer, tmp_path: Path, closing
         openai_base_url=server.openai_url,
         model_max_retries=0,
     )
-    claude = build_model("anthropic:claude-test", settings)
-    gpt = build_model("openai:gpt-test", settings)
+    claude = build_model("anthropic:claude-test", model_config(settings))
+    gpt = build_model("openai:gpt-test", model_config(settings))
     closing += [claude, gpt]
     assert isinstance(claude, AnthropicModel) and claude.name == "anthropic:claude-test"
     assert isinstance(gpt, OpenAIModel) and gpt.name == "openai:gpt-test"
@@ -350,7 +351,7 @@ async def test_build_model_and_ping(server: ModelServer, tmp_path: Path, closing
     assert problem is not None and problem.startswith("auth:") and API_KEY not in problem
 
     with pytest.raises(ValueError, match="executor"):
-        build_model("claude-code:sonnet", settings)
+        build_model("claude-code:sonnet", model_config(settings))
     assert describe("anthropic:claude-test") == "Anthropic claude-test"
     assert "llama.cpp" in describe("local")
 
@@ -359,10 +360,10 @@ def test_build_local_model(tmp_path: Path) -> None:
     from bicameral.models.local import DEFAULT_GGUF, LocalModel
 
     settings = _settings(tmp_path, local_context_tokens=1024)
-    model = build_model("local", settings)
+    model = build_model("local", model_config(settings))
     assert isinstance(model, LocalModel) and model.context_tokens == 1024
     assert model.model_path is None or model.model_path.name == DEFAULT_GGUF
-    custom = build_model("local:/models/other.gguf", settings)
+    custom = build_model("local:/models/other.gguf", model_config(settings))
     assert isinstance(custom, LocalModel) and custom.model_path == Path("/models/other.gguf")
 
 
@@ -387,7 +388,7 @@ async def test_a_shared_transport_is_used_and_left_open(server: ModelServer, tmp
     settings = _settings(tmp_path, anthropic_base_url=server.url, openai_base_url=server.openai_url)
     shared = ServiceTransport(Proxies.none())
     for ref in ("anthropic:claude-test", "openai:gpt-test"):
-        model: Any = build_model(ref, settings, transport=shared)
+        model: Any = build_model(ref, model_config(settings), transport=shared)
         assert (await complete(model, "", [Message.user("hi")], [], 8)).text == "ok"
         await model.aclose()
         assert list(shared.in_flight()) == [(None, False)]  # its pools, still open for the next one

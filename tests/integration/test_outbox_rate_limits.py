@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bicameral.app import telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.config import Settings
 from bicameral.delivery.outbox import Outbox
@@ -51,7 +52,7 @@ class Wired:
         self.outbox = self._outbox()
 
     def _outbox(self) -> Outbox:
-        channel = TelegramChannel(self.settings)
+        channel = TelegramChannel(telegram_config(self.settings))
         self.channels.append(channel)
         router = ActionRouter(self.messages)
         router.register(channel)

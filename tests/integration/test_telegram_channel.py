@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bicameral.app import telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.channels.telegram.actions import IN_FLIGHT
 from bicameral.config import Settings
@@ -91,7 +92,7 @@ def sleeps() -> SleepRecorder:
 
 @pytest.fixture
 async def channel(settings: Settings, sleeps: SleepRecorder):
-    ch = TelegramChannel(settings, sleep=sleeps)
+    ch = TelegramChannel(telegram_config(settings), sleep=sleeps)
     yield ch
     await ch.stop()
 
@@ -364,7 +365,7 @@ async def test_server_errors_back_off_and_recover(
 async def test_idle_polling_rests_when_the_server_answers_at_once(fake: FakeTelegram, settings: Settings) -> None:
     """A Bot API that does not hold long polls must not make an idle bot ask again and again."""
     fake.answer_polls_at_once()
-    channel = TelegramChannel(settings)  # real sleep: the pacing itself is under test
+    channel = TelegramChannel(telegram_config(settings))  # real sleep: the pacing itself is under test
     inbox = Inbox()
     await channel.start(inbox, lambda reason: None)
     try:
@@ -404,7 +405,7 @@ async def test_token_revoked_while_polling_ends_the_channel(
 async def test_updates_without_usable_ids_do_not_spin_the_loop(fake: FakeTelegram, settings: Settings) -> None:
     """A batch the offset cannot move past (no update_id) is asked for again, but at the idle pace."""
     fake.register_method("getUpdates", lambda params: [{"message": {"text": "no id"}}])
-    channel = TelegramChannel(settings)  # real sleep: the pacing itself is under test
+    channel = TelegramChannel(telegram_config(settings))  # real sleep: the pacing itself is under test
     inbox = Inbox()
     await channel.start(inbox, lambda reason: None)
     try:
@@ -420,7 +421,7 @@ async def test_updates_without_usable_ids_do_not_spin_the_loop(fake: FakeTelegra
 
 async def test_bad_token_fails_clearly(tmp_path: Path, fake: FakeTelegram) -> None:
     settings = Settings.for_test(tmp_path, telegram_token="999:WRONG", telegram_api_url=fake.url)
-    ch = TelegramChannel(settings)
+    ch = TelegramChannel(telegram_config(settings))
     try:
         with pytest.raises(ChannelStartError, match="check BICAMERAL_TELEGRAM_TOKEN"):
             await ch.start(Inbox(), lambda reason: None)
@@ -536,7 +537,7 @@ async def test_react_typing_edit_delete(fake: FakeTelegram, channel: TelegramCha
 
 async def test_typing_is_not_repeated_while_it_still_shows(fake: FakeTelegram, settings: Settings) -> None:
     now = [1000.0]
-    channel = TelegramChannel(settings, sleep=SleepRecorder(), clock=lambda: now[0])
+    channel = TelegramChannel(telegram_config(settings), sleep=SleepRecorder(), clock=lambda: now[0])
     chat = f"telegram:{DM}"
     try:
         assert (await channel.perform(Typing(chat))).ok

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bicameral.app import telegram_config
 from bicameral.channels.telegram import TelegramChannel
 from bicameral.config import Settings
 from bicameral.events import SendFile, SendText
@@ -42,7 +43,7 @@ def settings(tmp_path: Path, fake: FakeTelegram) -> Settings:
 
 @pytest.fixture
 async def channel(settings: Settings):
-    ch = TelegramChannel(settings, sleep=_no_sleep)
+    ch = TelegramChannel(telegram_config(settings), sleep=_no_sleep)
     yield ch
     await ch.stop()
 

@@ -21,7 +21,8 @@ LAYERS: list[set[str]] = [
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)
     {"mcp", "agent", "tasks", "turns", "scheduler"},  # the machinery every mode shares
     {"gate", "front", "back", "single", "offline", "claude_code"},  # the intake and the chambers
-    {"app", "doctor"},  # wiring
+    {"app"},  # wiring: reads Settings and builds everything
+    {"doctor"},  # `bicameral doctor`: checks what the app would build (the models, the sandbox)
     {"cli"},  # the command line
     {"__main__", "__init__"},  # `python -m bicameral`
 ]

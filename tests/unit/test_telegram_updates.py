@@ -40,7 +40,7 @@ def update(msg: dict[str, Any], key: str = "message") -> dict[str, Any]:
 
 
 def one(raw: Any, settings: Settings) -> Inbound:
-    inbound = translate(raw, BOT, settings)
+    inbound = translate(raw, BOT, settings.bot_name)
     assert inbound is not None
     return inbound
 
@@ -158,7 +158,7 @@ def test_content_free_messages_are_ignored_quietly(settings: Settings, caplog: p
     caplog.set_level(logging.WARNING)
     raw = message(sticker={"file_id": "s", "type": "regular"})
     del raw["text"]
-    assert translate(update(raw), BOT, settings) is None
+    assert translate(update(raw), BOT, settings.bot_name) is None
     assert caplog.records == []
 
 
@@ -249,16 +249,16 @@ MALFORMED = [
 def test_a_malformed_field_skips_the_update_with_one_warning(
     settings: Settings, caplog: pytest.LogCaptureFixture, path: str, value: Any
 ) -> None:
-    assert translate(_broken("message.text", "valid"), BOT, settings) is not None  # the base update is fine
+    assert translate(_broken("message.text", "valid"), BOT, settings.bot_name) is not None  # the base update is fine
     caplog.set_level(logging.WARNING)
-    assert translate(_broken(path, value), BOT, settings) is None
+    assert translate(_broken(path, value), BOT, settings.bot_name) is None
     [record] = caplog.records
     assert record.getMessage().startswith("skipping malformed update ")
 
 
 def test_the_warning_names_the_field(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
-    assert translate(_broken("message.chat.id", "-100123"), BOT, settings) is None
+    assert translate(_broken("message.chat.id", "-100123"), BOT, settings.bot_name) is None
     [record] = caplog.records
     assert record.getMessage() == "skipping malformed update 1: update.message.chat.id: expected an integer, got str"
 
@@ -268,6 +268,6 @@ def test_updates_without_a_message_object_are_skipped_with_one_warning(
     settings: Settings, caplog: pytest.LogCaptureFixture, raw: Any
 ) -> None:
     caplog.set_level(logging.WARNING)
-    assert translate(raw, BOT, settings) is None
+    assert translate(raw, BOT, settings.bot_name) is None
     [record] = caplog.records
     assert record.getMessage().startswith("skipping malformed update ")

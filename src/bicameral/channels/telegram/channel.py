@@ -6,15 +6,17 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
 from telegram import Bot
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
 from bicameral.backoff import Backoff
 from bicameral.channels.base import InboundSink, OnEnd
-from bicameral.config import Settings
 from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, Inbound
 from bicameral.imports import warm_in_background
@@ -46,6 +48,22 @@ CONFLICT = (
 )
 
 
+@dataclass(frozen=True)
+class TelegramConfig:
+    """What the Telegram channel is given: the bot's token and the Bot API's address, the long poll's timeout,
+    the proxy variables that are set, the name the bot is addressed by in groups, where received files are
+    kept (and sent files must be), how often "typing" is refreshed."""
+
+    token: SecretStr | None
+    api_url: str
+    poll_timeout: int
+    proxy_variables: Mapping[str, str]
+    bot_name: str
+    data_dir: Path
+    attachments_dir: Path
+    typing_interval_seconds: float
+
+
 class TelegramChannel:
     """Receives Telegram messages as Inbound values and performs Actions via the Bot API."""
 
@@ -54,21 +72,21 @@ class TelegramChannel:
 
     def __init__(
         self,
-        settings: Settings,
+        config: TelegramConfig,
         *,
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if settings.telegram_token is None or not settings.telegram_token.get_secret_value():
+        if config.token is None or not config.token.get_secret_value():
             raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not set")
-        self._token = settings.telegram_token.get_secret_value()
-        self._settings = settings
+        self._token = config.token.get_secret_value()
+        self._config = config
         self._redactor = Redactor([self._token])
         self._sleep = sleep
         self._clock = clock
         if ":" not in self._token or any(ch.isspace() for ch in self._token):
             raise ConfigError("BICAMERAL_TELEGRAM_TOKEN is not a valid bot token (expected <id>:<secret>)")
-        api = settings.telegram_api_url.rstrip("/")
+        api = config.api_url.rstrip("/")
         # One connection pool for every call, the long poll included (see _get_updates).
         self._request = BotRequest(
             connect_timeout=10,
@@ -76,7 +94,7 @@ class TelegramChannel:
             write_timeout=30,
             media_write_timeout=60,
             connections=CONNECTIONS,
-            proxies=Proxies.from_environment(settings.proxy_variables()),
+            proxies=Proxies.from_environment(config.proxy_variables),
         )
         self._bot = Bot(
             self._token,
@@ -85,8 +103,17 @@ class TelegramChannel:
             request=self._request,
             get_updates_request=self._request,
         )
-        self._media = AttachmentStore(self._bot, settings, redact=self._redact)
-        self._actions = ActionPerformer(self._bot, settings, sleep=sleep, redact=self._redact, clock=clock)
+        self._media = AttachmentStore(
+            self._bot, data_dir=config.data_dir, attachments_dir=config.attachments_dir, redact=self._redact
+        )
+        self._actions = ActionPerformer(
+            self._bot,
+            data_dir=config.data_dir,
+            typing_interval_seconds=config.typing_interval_seconds,
+            sleep=sleep,
+            redact=self._redact,
+            clock=clock,
+        )
         self._admins = AdminLookup(self._bot, redact=self._redact, clock=clock)
         self._identity: BotIdentity | None = None
         self._task: asyncio.Task[None] | None = None
@@ -140,7 +167,7 @@ class TelegramChannel:
 
     async def _poll(self, sink: InboundSink) -> None:
         backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
-        timeout = self._settings.telegram_poll_timeout
+        timeout = self._config.poll_timeout
         while True:
             started = self._clock()
             try:
@@ -208,7 +235,7 @@ class TelegramChannel:
         batch: list[Inbound] = []
         for item in raw:
             try:
-                inbound = translate(item, self._identity, self._settings)
+                inbound = translate(item, self._identity, self._config.bot_name)
             except Exception as exc:
                 update_id = item.get("update_id", "?") if isinstance(item, dict) else "?"
                 log.warning("skipping malformed update %s: %s", update_id, self._explain(exc))

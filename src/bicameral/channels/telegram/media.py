@@ -9,7 +9,6 @@ from pathlib import Path
 
 from telegram import Bot
 
-from bicameral.config import Settings
 from bicameral.events import Attachment, AttachmentRef, Inbound, split_chat_key
 from bicameral.folders import resolve_under, safe_name
 
@@ -25,9 +24,12 @@ Fetched = Attachment | str
 class AttachmentStore:
     """Downloads attachments into `attachments_dir/<chat>/<message_id>-<safe name>`."""
 
-    def __init__(self, bot: Bot, settings: Settings, *, redact: Callable[[str], str] = str) -> None:
+    def __init__(
+        self, bot: Bot, *, data_dir: Path, attachments_dir: Path, redact: Callable[[str], str] = str
+    ) -> None:
         self._bot = bot
-        self._settings = settings
+        self._data_dir = data_dir  # an attachment's path is kept relative to it
+        self._attachments_dir = attachments_dir
         self._redact = redact
 
     async def fetch_all(self, inbound: Inbound) -> Inbound:
@@ -75,14 +77,14 @@ class AttachmentStore:
             return unavailable_marker(name)
         return Attachment(
             kind=ref.kind,
-            path=dest.relative_to(self._settings.data_dir).as_posix(),
+            path=dest.relative_to(self._data_dir).as_posix(),
             mime=ref.mime,
             name=name,
             size=dest.stat().st_size,
         )
     def destination(self, chat: str, message_id: str, name: str) -> Path:
         """Where a file is saved; always inside attachments_dir, whatever the names contain."""
-        root = self._settings.attachments_dir
+        root = self._attachments_dir
         dest = root / safe_name(chat) / f"{safe_name(message_id)}-{safe_name(name)}"
         # Belt and braces: safe_name already forbids separators and dot-only names.
         if resolve_under(root, dest) is None:

@@ -6,7 +6,6 @@ import logging
 import re
 from dataclasses import dataclass
 
-from bicameral.config import Settings
 from bicameral.events import AttachmentRef, ChatType, Inbound, InboundKind, Quoted, Sender, chat_key
 
 from .wire import Malformed, Message, Update, User, read_update
@@ -25,8 +24,8 @@ class BotIdentity:
     username: str
 
 
-def translate(update: object, bot: BotIdentity, settings: Settings) -> Inbound | None:
-    """One raw update as an Inbound, or None for malformed or content-free updates."""
+def translate(update: object, bot: BotIdentity, bot_name: str) -> Inbound | None:
+    """One raw update as an Inbound, or None for malformed or content-free updates; `bot_name` addresses the bot."""
     parsed = parse_update(update)
     if parsed is None:
         return None
@@ -53,7 +52,7 @@ def translate(update: object, bot: BotIdentity, settings: Settings) -> Inbound |
         reply_to=_quoted(message, bot),
         attachment_refs=tuple(refs),
         thread_id=_thread_id(message),
-        addressed=is_addressed(message, bot, settings.bot_name),
+        addressed=is_addressed(message, bot, bot_name),
         update_id=parsed.update_id,
         media_group_id=message.media_group_id,
     )
