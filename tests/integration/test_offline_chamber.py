@@ -215,3 +215,22 @@ async def test_the_audit_keeps_the_calls_arguments(session: Session) -> None:
     [row] = session.app.stores.tool_calls.recent(1, chat=CHAT)
     assert row["name"] == "schedule_create"
     assert json.loads(row["args"]) == {"text": "call the garage", "timezone": ZONE, "in_minutes": pytest.approx(120, abs=0.1)}
+
+
+async def test_in_a_group_a_fact_is_kept_with_who_said_it(telegram, make_settings) -> None:
+    from bicameral.app import telegram_config
+    from bicameral.channels.telegram import TelegramChannel
+    from tests.support.access import write_access
+
+    settings = make_settings(back_model="local", front_model="local", debounce_ms=0)
+    write_access(settings, policy="open")
+    group, model = -100500, RecordingModel()
+    async with App(settings, [TelegramChannel(telegram_config(settings))], back_model=model):
+        telegram.user_sends(group, "@bicameral_test_bot remember that my train gets in at 18:05", user_id=2201,
+                            first_name="Ana", chat_type="supergroup", chat_title="Trip")
+        assert [m["text"] for m in await telegram.await_sent(group, 1)] == ["Noted: Ana: my train gets in at 18:05"]
+        telegram.user_sends(group, "@bicameral_test_bot did I tell you about the train?", user_id=2202,
+                            first_name="Ben", chat_type="supergroup", chat_title="Trip")
+        sent = await telegram.await_sent(group, 2)
+        assert sent[1]["text"] == "From my notes: Ana: my train gets in at 18:05"  # read back as said, never "your"
+    assert model.calls == []
