@@ -9,6 +9,7 @@ left to the model. The phrasings these rules are measured on are in bench/data/o
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -98,10 +99,11 @@ _REMIND = re.compile(
 )
 # "remind me what a monad is", "remind me of …", "remind me again, …": a question, not a reminder.
 _REMIND_QUESTION = re.compile(r"^(?:again\b\s*,?\s*)?(?:what|who|whom|whose|why|how|which|where|when|of|if|whether)\b", _I)
-_REMIND_LEAD = re.compile(rf"^(?P<time>{TIME})\s*(?:,\s*)?(?:(?:to|that|about)\s+|:\s*)(?P<what>.+)$", _I)
+# The time patterns are large (40 ms to compile): made with the first reminder, not at start.
+_REMIND_LEAD = rf"^(?P<time>{TIME})\s*(?:,\s*)?(?:(?:to|that|about)\s+|:\s*)(?P<what>.+)$"
 _REMIND_BODY = re.compile(r"^(?:(?:to|that|about)\s+|:\s*)(?P<what>.+)$", _I)
 _REMIND_REPEATING = re.compile(r"\b(?:to|that|about)\s+(?P<what>.+)$", _I)
-_REMIND_TAIL = re.compile(rf"^(?P<what>.+?)\s*,?\s+(?P<time>{TAIL_TIME})$", _I)
+_REMIND_TAIL = rf"^(?P<what>.+?)\s*,?\s+(?P<time>{TAIL_TIME})$"
 
 # --- fetch ---
 _TLDS = (
@@ -219,7 +221,7 @@ def _remind(text: str) -> Remind | None:
     if REPEATING.search(rest):  # "every morning at 7 to …": said to be out of reach, not half done
         body = _REMIND_REPEATING.search(rest)
         return Remind(_trimmed(body.group("what")), None, repeating=True) if body else None
-    lead = _REMIND_LEAD.match(rest)
+    lead = _compiled(_REMIND_LEAD).match(rest)
     if lead is not None:
         when, what = lead.group("time"), lead.group("what")
     else:
@@ -228,13 +230,18 @@ def _remind(text: str) -> Remind | None:
             return None
         when, what = None, body.group("what")
     what = _trimmed(what)
-    tail = _REMIND_TAIL.match(what)
+    tail = _compiled(_REMIND_TAIL).match(what)
     if tail is not None:
         what = _trimmed(tail.group("what"))
         when = f"{when} {tail.group('time')}" if when else tail.group("time")
     if not what:
         return None
     return Remind(what, when.strip() if when else None)
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, _I)
 
 
 def _fetch(text: str) -> Fetch | None:

@@ -54,7 +54,6 @@ _WEEKDAY_SAID = rf"(?:(?:on|next|this|coming)\s+)?{_WEEKDAY}"
 
 # One piece of a time phrase; longer alternatives first.
 _PART = rf"(?:{_DURATION}|{_DATE}|{_NTH}|{_NEXT}|{_DAYPART}|{_DAY}|{_WEEKDAY_SAID}|{_CLOCK})"
-_PART_RE = re.compile(rf"\b(?:{_PART})", re.IGNORECASE)
 # A whole time phrase: pieces side by side ("tomorrow at 9", "at 9 am on Monday"), maybe led by "for".
 TIME = rf"(?:for\s+)?{_PART}(?:\s*,?\s*(?:and\s+)?{_PART})*"
 # At the end of a sentence a weekday or a date must be introduced ("to book a table for Friday" keeps its Friday).
@@ -92,7 +91,7 @@ def resolve(phrase: str, now: float, tz: str) -> Due | None:
     """The time `phrase` names, seen from `now` on `tz`'s wall clock; None when it names no usable time."""
     current = datetime.fromtimestamp(now, zone(tz)).replace(tzinfo=None, second=0, microsecond=0)
     exact_now = datetime.fromtimestamp(now, zone(tz)).replace(tzinfo=None)
-    parts = [m.group(0).strip() for m in _PART_RE.finditer(phrase)]
+    parts = [m.group(0).strip() for m in re.finditer(rf"\b(?:{_PART})", phrase, re.IGNORECASE)]  # re caches it
     span = next((p for p in parts if _DURATION_RE.match(p)), None)
     if span is not None:
         return _span(span, exact_now)
