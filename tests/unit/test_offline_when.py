@@ -60,6 +60,6 @@ def test_a_day_the_month_lacks_moves_to_the_next_month_that_has_it() -> None:
     assert resolved is not None and resolved.at == "2026-03-30 09:00"
 
 
-@pytest.mark.parametrize("phrase", ["today", "on the 45th"])
+@pytest.mark.parametrize("phrase", ["today", "on the 45th", "tomorrow " * 20 + "at 5"])
 def test_words_that_name_no_time_resolve_to_nothing(phrase: str) -> None:
     assert resolve(phrase, NOW, ZONE) is None

@@ -72,6 +72,7 @@ _SPELLED = {
 }
 _DAY_WORDS = {"tmrw": "tomorrow", "tmr": "tomorrow", "tomorow": "tomorrow"}
 DEFAULT_HOUR = 9
+MAX_PHRASE = 60  # "on Monday 30 November 2026 at 9:30 in the morning" is 49
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class Due:
 
 def resolve(phrase: str, now: float, tz: str) -> Due | None:
     """The time `phrase` names, seen from `now` on `tz`'s wall clock; None when it names no usable time."""
+    if len(phrase) > MAX_PHRASE:
+        return None  # no time is said in so many words, and dateparser's time grows with them
     current = datetime.fromtimestamp(now, zone(tz)).replace(tzinfo=None, second=0, microsecond=0)
     exact_now = datetime.fromtimestamp(now, zone(tz)).replace(tzinfo=None)
     parts = [m.group(0).strip() for m in re.finditer(rf"\b(?:{_PART})", phrase, re.IGNORECASE)]  # re caches it
