@@ -311,7 +311,10 @@ def test_output_is_balanced_subset_html(md: str) -> None:
             st.sampled_from([" ", "\n", "\n\n"]),
         ),
         max_size=40,
-    ).map(lambda pairs: "".join(word + sep for word, sep in pairs))
+    )
+    .map(lambda pairs: "".join(word + sep for word, sep in pairs))
+    # `&ac;` is not plain text but a character reference (∾), which Markdown renders as that character.
+    .filter(lambda md: not re.search(r"&[A-Za-z][A-Za-z0-9]*;", md))
 )
 def test_plain_text_round_trip_keeps_words(md: str) -> None:
     assert html_to_plain(markdown_to_html(md)).split() == md.split()
