@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from bicameral.app import YOUNG_COLLECTION_THRESHOLD
+from bicameral.app.wiring import YOUNG_COLLECTION_THRESHOLD
 
 
 async def test_a_started_app_freezes_its_start_up_heap_and_collects_young_objects_less_often(start_bot):

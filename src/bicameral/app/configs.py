@@ -1,0 +1,249 @@
+"""Settings turned into what each component takes: the one place, beside `App`, that reads them."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from bicameral.back.executor import BackConfig
+from bicameral.channels.base import Channel
+from bicameral.config import Settings
+from bicameral.errors import ConfigError
+from bicameral.front.chamber import FrontConfig
+from bicameral.gate.gate import GateConfig
+from bicameral.models import ModelConfig
+from bicameral.sandbox.artifacts import SendLimits
+from bicameral.sandbox.runner import Sandbox
+from bicameral.scheduler.retry import FireRetry
+from bicameral.single import SingleConfig
+from bicameral.tools.base import Tool
+from bicameral.tools.registry import discover_tools
+from bicameral.tools.shell import RunCommand
+from bicameral.tools.web import WebFetch, WebSearch
+from bicameral.turns.lanes import LaneConfig
+from bicameral.web.fetch import FetchLimits, WebFetcher
+from bicameral.web.search import DdgsSearcher
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+    from bicameral.channels.telegram import TelegramConfig
+    from bicameral.claude_code.chamber import ChamberConfig
+    from bicameral.claude_code.config import ClaudeCodeConfig
+    from bicameral.offline import OfflineConfig
+
+
+log = logging.getLogger(__name__)
+
+
+def configured_channels(settings: Settings) -> list[Channel]:
+    """The channels `bicameral run` serves, from the settings."""
+    channels: list[Channel] = []
+    if settings.telegram_token is not None:
+        from bicameral.channels.telegram import TelegramChannel
+
+        channels.append(TelegramChannel(telegram_config(settings)))
+    if not channels:
+        raise ConfigError(
+            "no channel is configured: set BICAMERAL_TELEGRAM_TOKEN (from @BotFather) to serve Telegram, "
+            "or run `bicameral chat` to talk in this terminal"
+        )
+    return channels
+
+
+async def tools_for(settings: Settings) -> list[Tool[Any]]:
+    """Every tool, with `run` on the configured bubblewrap, or without `run` where that cannot sandbox anything."""
+    run = RunCommand(run_sandbox(settings))
+    tools = [tool for tool in discover_tools() if tool.name != run.name]
+    if why := await run.why_off():
+        log.warning("the run tool is off: %s", why)
+        return tools
+    return [*tools, run]
+
+
+# --- Settings, read here once: what each component is given ---
+
+
+def run_sandbox(settings: Settings) -> Sandbox:
+    """The `run` tool's bubblewrap sandbox, with the workspace quota and the free space kept."""
+    return Sandbox.configured(
+        settings.sandbox_bwrap, quota_mb=settings.workspace_quota_mb, reserve_mb=settings.disk_reserve_mb
+    )
+
+
+def web_fetch_tool(settings: Settings) -> WebFetch:
+    limits = FetchLimits(
+        max_bytes=settings.web_fetch_max_bytes,
+        timeout_seconds=settings.web_fetch_timeout_seconds,
+        max_redirects=settings.web_fetch_max_redirects,
+    )
+    return WebFetch(WebFetcher(limits))
+
+
+def web_search_tool(settings: Settings) -> WebSearch:
+    return WebSearch(DdgsSearcher(timeout_seconds=settings.web_search_timeout_seconds))
+
+
+def gate_config(settings: Settings) -> GateConfig:
+    return GateConfig(
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        max_inbound_chars=settings.max_inbound_chars,
+        group_member_rate_limit_per_min=settings.group_member_rate_limit_per_min,
+        group_rate_limit_per_min=settings.group_rate_limit_per_min,
+        refused_keep=settings.refused_keep,
+        refused_digest_interval_seconds=settings.refused_digest_interval_seconds,
+    )
+
+
+def lane_config(settings: Settings) -> LaneConfig:
+    return LaneConfig(
+        bot_name=settings.bot_name,
+        owner_id=settings.owner_id,
+        debounce_ms=settings.debounce_ms,
+        max_concurrent_turns=settings.max_concurrent_turns,
+        typing_delay_seconds=settings.typing_delay_seconds,
+        typing_interval_seconds=settings.typing_interval_seconds,
+    )
+
+
+def send_limits(settings: Settings) -> SendLimits:
+    """How many files a turn or task may send (`send_file`), and how large each may be."""
+    return SendLimits(max_files=settings.send_files_max, max_bytes=settings.send_file_max_bytes)
+
+
+def fire_retry(settings: Settings) -> FireRetry:
+    """How a failed scheduled task's run is tried again, in every chamber."""
+    return FireRetry(
+        settings.schedule_task_attempts, settings.schedule_retry_base_seconds, settings.schedule_retry_cap_seconds
+    )
+
+
+def single_config(settings: Settings) -> SingleConfig:
+    return SingleConfig(
+        bot_name=settings.bot_name,
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        sending=send_limits(settings),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        memory_extraction=settings.memory_extraction,
+        progress_note_after_seconds=settings.progress_note_after_seconds,
+        session_compact_tokens=settings.session_compact_tokens,
+        max_session_messages=settings.max_session_messages,
+        scheduled_retry=fire_retry(settings),
+    )
+
+
+def offline_config(settings: Settings) -> OfflineConfig:
+    from bicameral.offline import OfflineConfig
+
+    return OfflineConfig(bot_name=settings.bot_name, data_dir=settings.data_dir, sending=send_limits(settings))
+
+
+def front_config(settings: Settings) -> FrontConfig:
+    return FrontConfig(
+        bot_name=settings.bot_name,
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        sending=send_limits(settings),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        memory_extraction=settings.memory_extraction,
+        front_max_tokens=settings.front_max_tokens,
+        front_context_messages=settings.front_context_messages,
+        short_result_chars=settings.short_result_chars,
+        delivery_pause_scale=settings.delivery_pause_scale,
+        status_interval_seconds=settings.status_interval_seconds,
+        progress_interval_seconds=settings.progress_interval_seconds,
+        away_after_seconds=settings.away_after_seconds,
+        burst_followup_seconds=settings.burst_followup_seconds,
+        task_max_attempts=settings.task_max_attempts,
+        task_retry_delay_seconds=settings.task_retry_delay_seconds,
+        scheduled_retry=fire_retry(settings),
+    )
+
+
+def back_config(settings: Settings) -> BackConfig:
+    return BackConfig(
+        owner_id=settings.owner_id,
+        data_dir=settings.data_dir,
+        sending=send_limits(settings),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        task_compact_tokens=settings.task_compact_tokens,
+    )
+
+
+def claude_code_config(settings: Settings) -> ClaudeCodeConfig:
+    """The CLI, its log-in and its supervision, for the Claude Code chamber and executor alike."""
+    from bicameral.claude_code.config import ClaudeCodeConfig
+
+    return ClaudeCodeConfig(
+        data_dir=settings.data_dir,
+        owner_id=settings.owner_id,
+        binary=settings.claude_bin,
+        model=settings.back.model,
+        effort=settings.claude_effort,
+        api_key=_secret(settings.anthropic_api_key),
+        base_url=settings.anthropic_base_url,
+        oauth_token=_secret(settings.claude_oauth_token),
+        proxy=settings.claude_proxy,
+        plugins_path=settings.resolved_plugins_path,
+        liveness_timeout=settings.liveness_timeout_seconds,
+        liveness_poll=settings.liveness_poll_seconds,
+        backoff_base=settings.crash_backoff_base,
+        backoff_cap=settings.crash_backoff_cap,
+        crash_limit=settings.crash_limit,
+        crash_window_seconds=settings.crash_window_seconds,
+        tool_error_max=settings.tool_error_max_count,
+        tool_error_window=settings.tool_error_window_seconds,
+        secrets=tuple(settings.secret_values()),
+        memory_inject_tokens=settings.memory_inject_tokens,
+        sending=send_limits(settings),
+    )
+
+
+def claude_code_chamber_config(settings: Settings) -> ChamberConfig:
+    from bicameral.claude_code.chamber import ChamberConfig
+
+    return ChamberConfig(
+        bot_name=settings.bot_name,
+        progress_note_after_seconds=settings.progress_note_after_seconds,
+        dropped_text_max_retries=settings.dropped_text_max_retries,
+        compact_tokens=settings.claude_code_compact_tokens,
+        scheduled_retry=fire_retry(settings),
+    )
+
+
+def model_config(settings: Settings) -> ModelConfig:
+    """How the completion APIs are reached, and where the local model is."""
+    return ModelConfig(
+        data_dir=settings.data_dir,
+        anthropic_api_key=_secret(settings.anthropic_api_key),
+        anthropic_base_url=settings.anthropic_base_url,
+        openai_api_key=_secret(settings.openai_api_key),
+        openai_base_url=settings.openai_base_url,
+        max_retries=settings.model_max_retries,
+        timeout_seconds=settings.model_timeout_seconds,
+        proxy_variables=settings.proxy_variables(),
+        local_model_path=settings.local_model_path,
+        local_context_tokens=settings.local_context_tokens,
+    )
+
+
+def telegram_config(settings: Settings) -> TelegramConfig:
+    from bicameral.channels.telegram import TelegramConfig
+
+    return TelegramConfig(
+        token=settings.telegram_token,
+        api_url=settings.telegram_api_url,
+        poll_timeout=settings.telegram_poll_timeout,
+        proxy_variables=settings.proxy_variables(),
+        bot_name=settings.bot_name,
+        data_dir=settings.data_dir,
+        attachments_dir=settings.attachments_dir,
+        typing_interval_seconds=settings.typing_interval_seconds,
+    )
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    """A configured secret's value; an empty one counts as none."""
+    return (value.get_secret_value() or None) if value is not None else None
