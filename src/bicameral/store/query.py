@@ -68,10 +68,12 @@ def validate(sql: str) -> str:
     """The query if it is one read-only SELECT, else QueryRefused naming the reason."""
     if len(sql) > MAX_SQL_CHARS:
         raise QueryRefused(f"the query is {len(sql)} characters; at most {MAX_SQL_CHARS}")
-    # sqlglot (~8 MB) loads with the first query, not with the assistant.
-    from bicameral.store.sql_check import check_select
+    # sqlglot (~8 MB) loads with the first query, not with the assistant. sql_check imports nothing of
+    # ours: the dependency goes one way, and the refusal is raised here.
+    from bicameral.store.sql_check import why_not_select
 
-    check_select(sql)
+    if (reason := why_not_select(sql, DENIED_FUNCTIONS)) is not None:
+        raise QueryRefused(reason)
     return sql
 
 

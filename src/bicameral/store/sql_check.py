@@ -1,11 +1,16 @@
-"""Whether a text of SQL is one read-only SELECT, by parsing it with sqlglot (CTEs and subqueries walked)."""
+"""Whether a text of SQL is one read-only SELECT, by parsing it with sqlglot (CTEs and subqueries walked).
+
+It says why not and leaves refusing to its caller, `query.py`, which owns the refusal and the list of denied
+functions (its authorizer denies them too): this module imports nothing of ours, so `query.py` can load it
+(and sqlglot) with the first query.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import sqlglot
 from sqlglot import exp
-
-from bicameral.store.query import DENIED_FUNCTIONS, QueryRefused
 
 _DENIED_NODES = tuple(
     getattr(exp, name)
@@ -18,24 +23,25 @@ _DENIED_NODES = tuple(
 _QUERIES = (exp.Select, exp.Union, exp.Intersect, exp.Except)
 
 
-def check_select(sql: str) -> None:
-    """Raise QueryRefused unless `sql` parses as exactly one SELECT with no write, PRAGMA or denied function."""
+def why_not_select(sql: str, denied_functions: Collection[str]) -> str | None:
+    """Why `sql` is not exactly one SELECT with no write, PRAGMA or denied function; None when it is."""
     try:
         statements = [s for s in sqlglot.parse(sql, read="sqlite") if s is not None]
     except sqlglot.errors.ParseError as exc:
-        raise QueryRefused(f"not valid SQL: {str(exc).splitlines()[0][:200]}") from None
+        return f"not valid SQL: {str(exc).splitlines()[0][:200]}"
     if len(statements) != 1:
-        raise QueryRefused(f"exactly one statement is allowed; found {len(statements)}")
+        return f"exactly one statement is allowed; found {len(statements)}"
     statement = statements[0]
     if not isinstance(statement, _QUERIES):
-        raise QueryRefused(f"only SELECT is allowed; this is {_kind(statement)}")
+        return f"only SELECT is allowed; this is {_kind(statement)}"
     for node in statement.walk():
         if isinstance(node, _DENIED_NODES):
-            raise QueryRefused(f"{_kind(node)} is not allowed, even inside a CTE or subquery")
+            return f"{_kind(node)} is not allowed, even inside a CTE or subquery"
         if isinstance(node, exp.Func):
             name = _function_name(node)
-            if name in DENIED_FUNCTIONS or name.startswith("pragma_"):
-                raise QueryRefused(f"the function {name}() is not allowed")
+            if name in denied_functions or name.startswith("pragma_"):
+                return f"the function {name}() is not allowed"
+    return None
 
 
 def _kind(node: exp.Expr) -> str:
