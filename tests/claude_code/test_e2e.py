@@ -15,6 +15,7 @@ from bicameral.claude_code.spec import FORBIDDEN_FLAGS
 from tests.claude_code.conftest import API_KEY, SEND, main_requests, routed, sends
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
+from tests.support.chat import eventually, quiet_for
 
 pytestmark = pytest.mark.slow
 CHAT = f"telegram:{OWNER}"
@@ -24,15 +25,7 @@ def session_of(app) -> str | None:
     return app.stores.kv.get(SESSION_KEY_PREFIX + CHAT)
 
 
-async def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+WAIT = 20.0  # for a state the real CLI reaches (a stored session, a respawn): generous on a busy machine
 
 
 def assert_locked_down(app) -> None:
@@ -48,15 +41,15 @@ async def test_dm_is_answered_through_the_mcp_tool(telegram, models, start_cc_bo
     telegram.user_sends(OWNER, "hi there")
     sent = await telegram.await_sent(OWNER, 1, timeout=30)
     assert sent[0]["text"] == "Hello Ada, got it"
-    rows = await wait_for(
-        lambda: [r for r in app.stores.tool_calls.recent() if r["name"] == "send_message"], what="the audit row"
+    rows = await eventually(
+        lambda: [r for r in app.stores.tool_calls.recent() if r["name"] == "send_message"], "the audit row", timeout=WAIT
     )
     assert len(rows) == 1 and rows[0]["chat"] == CHAT and rows[0]["error"] is None
     assert json.loads(rows[0]["args"]) == {"text": "Hello Ada, got it"}
     first = main_requests(models)[0]
     assert "mcp__bicameral__send_message" in first.tool_names
     assert not {"Bash", "Read", "Write", "Edit", "Agent"} & set(first.tool_names)
-    await wait_for(lambda: session_of(app), what="the session id to be stored")
+    await eventually(lambda: session_of(app), what="the session id to be stored", timeout=WAIT)
     assert_locked_down(app)
     # The API key reaches the CLI's environment only: not the capture files, not the database.
     data = app.settings.data_dir
@@ -83,12 +76,12 @@ async def test_kill_9_respawns_with_resume_and_the_next_message_is_answered(tele
     app = await start_cc_bot()
     telegram.user_sends(OWNER, "remember the word ostrich")
     await telegram.await_sent(OWNER, 1, timeout=30)
-    session = await wait_for(lambda: session_of(app), what="the session id")
-    await wait_for(lambda: not app.conversation.busy_chats(), what="the turn to end")
+    session = await eventually(lambda: session_of(app), what="the session id", timeout=WAIT)
+    await eventually(lambda: not app.conversation.busy_chats(), what="the turn to end", timeout=WAIT)
     worker = app.handler.worker_for(CHAT)
     old_pid = worker.pid
     os.kill(old_pid, signal.SIGKILL)
-    await wait_for(lambda: worker.pid not in (None, old_pid), what="the respawned CLI")
+    await eventually(lambda: worker.pid not in (None, old_pid), what="the respawned CLI", timeout=WAIT)
     assert worker.spawns[-1].resume and "--resume" in worker.spawns[-1].argv
     assert worker.spawns[-1].argv[worker.spawns[-1].argv.index("--resume") + 1] == session
     telegram.user_sends(OWNER, "which word?")
@@ -110,7 +103,7 @@ async def test_text_without_a_send_is_nudged_then_shown(telegram, models, start_
     assert len(mains) == 3  # the turn, then one request per nudge
     assert all("did not send it" in r.last_user_text() for r in mains[1:])
     assert "did not send it" not in mains[0].last_user_text()
-    await asyncio.sleep(0.5)
+    await quiet_for(0.5, "a text the nudges had made the model send a second time would have arrived by now")
     assert len(telegram.sent_messages(OWNER)) == 1
 
 
@@ -126,12 +119,12 @@ async def test_a_rejected_turn_starts_a_fresh_session_and_says_so(telegram, mode
     app = await start_cc_bot()
     telegram.user_sends(OWNER, "my name is Ada")
     await telegram.await_sent(OWNER, 1, timeout=30)
-    first_session = await wait_for(lambda: session_of(app), what="the first session id")
+    first_session = await eventually(lambda: session_of(app), what="the first session id", timeout=WAIT)
     telegram.user_sends(OWNER, "now break")
     sent = await telegram.await_sent(OWNER, 2, timeout=30)
     assert "too long" in sent[1]["text"] and "fresh conversation" in sent[1]["text"]
     worker = app.handler.worker_for(CHAT)
-    await wait_for(lambda: worker.spawns[-1].session_id != first_session, what="a fresh spawn")
+    await eventually(lambda: worker.spawns[-1].session_id != first_session, what="a fresh spawn", timeout=WAIT)
     assert session_of(app) != first_session
     fresh = worker.spawns[-1]
     assert "--resume" not in fresh.argv and "--session-id" in fresh.argv
@@ -139,7 +132,7 @@ async def test_a_rejected_turn_starts_a_fresh_session_and_says_so(telegram, mode
     sent = await telegram.await_sent(OWNER, 3, timeout=30)
     assert sent[2]["text"] == "ok: who am I?"
     assert "my name is Ada" not in json.dumps(main_requests(models)[-1].messages)
-    assert await wait_for(lambda: session_of(app) == fresh.session_id, what="the new session id to be stored")
+    assert await eventually(lambda: session_of(app) == fresh.session_id, what="the new session id to be stored", timeout=WAIT)
 
 
 async def test_a_stalled_cli_is_killed_and_the_turn_still_answered(telegram, models, start_cc_bot):
@@ -158,7 +151,7 @@ async def test_a_stalled_cli_is_killed_and_the_turn_still_answered(telegram, mod
     app = await start_cc_bot(liveness_timeout_seconds=10, liveness_poll_seconds=0.25)
     telegram.user_sends(OWNER, "warm up")
     await telegram.await_sent(OWNER, 1, timeout=30)
-    session = await wait_for(lambda: session_of(app), what="the session id")
+    session = await eventually(lambda: session_of(app), what="the session id", timeout=WAIT)
     worker = app.handler.worker_for(CHAT)
     telegram.user_sends(OWNER, "slow question")
     # Silence, a kill, a respawn with --resume and the answer: about 30 s on a quiet machine, more on a busy one.
@@ -167,7 +160,7 @@ async def test_a_stalled_cli_is_killed_and_the_turn_still_answered(telegram, mod
     resumed = worker.spawns[-1]
     assert resumed.resume and resumed.session_id == session
     assert len(worker.spawns) == 2
-    await asyncio.sleep(0.3)
+    await quiet_for(0.3, "a second answer to the slow question would have arrived by now")
     assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["answer to warm up", "answer to slow question"]
 
 
@@ -204,11 +197,11 @@ async def test_a_message_sent_mid_turn_is_injected_into_the_running_turn(telegra
     await start_cc_bot(debounce_ms=50)
     telegram.user_sends(OWNER, "what time is it")
     await models.await_requests(1, timeout=30)
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # the user's pace: the second message comes while the model answers the first (1.5 s)
     telegram.user_sends(OWNER, "and the date too")
     sent = await telegram.await_sent(OWNER, 1, timeout=30)
     assert sent[0]["text"] == "both noted"
-    await asyncio.sleep(1.0)
+    await quiet_for(1.0, "a second turn for the injected message would have sent its text by now")
     assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["both noted"]
 
 
@@ -230,7 +223,7 @@ async def test_stop_interrupts_the_turn_and_the_next_message_works(telegram, mod
     telegram.user_sends(OWNER, "hello again")
     sent = await telegram.await_sent(OWNER, 2, timeout=30)
     assert sent[1]["text"] == "hi: hello again"
-    await asyncio.sleep(4.5)  # past the first reply's latency: nothing from the stopped turn arrives
+    await quiet_for(4.5, "past the first reply's latency: a text of the stopped turn would have arrived by now")
     assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["Stopped.", "hi: hello again"]
     assert app.handler.worker_for(CHAT).alive
 
@@ -240,7 +233,7 @@ async def test_reset_starts_a_fresh_cli_session(telegram, models, start_cc_bot):
     app = await start_cc_bot()
     telegram.user_sends(OWNER, "my name is Ada")
     await telegram.await_sent(OWNER, 1, timeout=30)
-    first = await wait_for(lambda: session_of(app), what="the first session id")
+    first = await eventually(lambda: session_of(app), what="the first session id", timeout=WAIT)
     telegram.user_sends(OWNER, "/reset")
     await telegram.await_sent(OWNER, 2, timeout=10)
     assert session_of(app) is None
@@ -250,7 +243,7 @@ async def test_reset_starts_a_fresh_cli_session(telegram, models, start_cc_bot):
     worker = app.handler.worker_for(CHAT)
     assert not worker.spawns[-1].resume and worker.spawns[-1].session_id != first
     assert "my name is Ada" not in json.dumps(main_requests(models)[-1].messages)
-    assert await wait_for(lambda: session_of(app) not in (None, first), what="the new session id")
+    assert await eventually(lambda: session_of(app) not in (None, first), what="the new session id", timeout=WAIT)
 
 
 async def test_kill_9_mid_turn_resumes_the_session_and_still_answers(telegram, models, start_cc_bot):
@@ -272,13 +265,15 @@ async def test_kill_9_mid_turn_resumes_the_session_and_still_answers(telegram, m
     models.responder(routed(decide))
     app = await start_cc_bot()
     telegram.user_sends(OWNER, "the very first question")
-    await wait_for(lambda: stalled, what="the turn to be mid-way")
+    await eventually(lambda: stalled, what="the turn to be mid-way", timeout=WAIT)
     session = session_of(app)
     assert session is not None  # stored once the CLI took the message in
     # The CLI writes its transcript a moment after each step; kill once the tool step is on disk.
     worker = app.handler.worker_for(CHAT)
     config_dir = Path(worker.spawns[-1].env["CLAUDE_CONFIG_DIR"])
-    await wait_for(lambda: _transcript_has(config_dir, session, "tool_result"), what="the CLI to save the tool step")
+    await eventually(
+        lambda: _transcript_has(config_dir, session, "tool_result"), what="the CLI to save the tool step", timeout=WAIT
+    )
     os.kill(worker.pid, signal.SIGKILL)
     sent = await telegram.await_sent(OWNER, 1, timeout=30)
     assert sent[0]["text"] == "answer to the very first question"
@@ -286,7 +281,7 @@ async def test_kill_9_mid_turn_resumes_the_session_and_still_answers(telegram, m
     assert resumed.resume and resumed.session_id == session == session_of(app)
     conversation = json.dumps(main_requests(models)[-1].messages)
     assert "the very first question" in conversation and "current_time" in conversation  # resumed, not restarted
-    await asyncio.sleep(0.3)
+    await quiet_for(0.3, "an answer from the killed CLI or a second one from the resumed turn would have arrived by now")
     assert len(telegram.sent_messages(OWNER)) == 1
 
 
@@ -314,7 +309,7 @@ async def test_a_stored_session_the_cli_no_longer_has(telegram, models, start_cc
     if confirmed:
         expected.insert(0, "I couldn't reopen our earlier conversation, so I started a fresh one.")
     await telegram.await_sent(OWNER, len(expected), timeout=40)
-    await asyncio.sleep(0.5)
+    await quiet_for(0.5, "a notice of the fresh start sent wrongly, or twice, would have arrived by now")
     assert [m["text"] for m in telegram.sent_messages(OWNER)] == expected
     assert session_of(app) not in (None, lost)
 
@@ -341,13 +336,13 @@ async def test_two_chats_at_once_each_get_their_own_answer(telegram, models, sta
         firsts = [r for r in main_requests(models) if not r.tool_results()][:2]
         return firsts if len(firsts) == 2 and all(r.completed_at is not None for r in firsts) else []
 
-    first_two = await wait_for(first_per_chat, what="both chats' first requests to be finished")
+    first_two = await eventually(first_per_chat, what="both chats' first requests to be finished", timeout=WAIT)
     assert max(r.received_at for r in first_two) < min(r.completed_at for r in first_two)  # they overlapped
     def audited() -> list[dict]:
         rows = [r for r in app.stores.tool_calls.recent() if r["name"] == "send_message"]
         return rows if len(rows) >= 2 else []
 
-    sends = await wait_for(audited, what="both audit rows")
+    sends = await eventually(audited, what="both audit rows", timeout=WAIT)
     assert {(r["chat"], json.loads(r["args"])["text"]) for r in sends} == {
         (CHAT, "for you: I am the owner"),
         (f"telegram:{other}", "for you: I am someone else"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from tests.claude_code.conftest import SEND, is_main, main_requests, routed
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
+from tests.support.chat import eventually
 
 pytestmark = pytest.mark.slow
 REMEMBER = "mcp__bicameral__remember"
@@ -61,7 +61,11 @@ async def test_a_full_cli_session_flushes_facts_then_compacts_and_carries_on(tel
     app = await start_cc_bot(claude_code_compact_tokens=100_000)
     telegram.user_sends(OWNER, "my locker is number 512, by the way")
     await telegram.await_sent(OWNER, 1, timeout=40)
-    await _until(lambda: any("CRITICAL: Respond with TEXT ONLY" in r.last_user_text() for r in models.requests))
+    await eventually(
+        lambda: any("CRITICAL: Respond with TEXT ONLY" in r.last_user_text() for r in models.requests),
+        "the CLI's own /compact request",
+        timeout=40,
+    )
     telegram.user_sends(OWNER, "what's for lunch?")
     sent = await telegram.await_sent(OWNER, 2, timeout=60)
     assert [m["text"] for m in sent] == ["Noted.", "Soup."]  # the flush said nothing to the chat
@@ -74,11 +78,3 @@ async def test_a_full_cli_session_flushes_facts_then_compacts_and_carries_on(tel
     assert flushed < compacted < lunch  # facts first, then the summary, then the conversation goes on
     assert summary in texts[lunch]
     assert "Ada's locker is number 512" in models.requests[lunch].last_user_text()  # the fact still reaches it
-
-
-async def _until(predicate, timeout: float = 40.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("timed out")

@@ -17,6 +17,7 @@ from bicameral.store import Stores
 from bicameral.tools.registry import ToolRegistry
 from tests.claude_code.fake_cli import write_fake_cli
 from tests.conftest import OWNER
+from tests.support.chat import eventually, quiet_for
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ async def test_the_cli_s_own_diagnostic_is_classified_and_explained(telegram, mo
     sent = await telegram.await_sent(OWNER, 1, timeout=20)
     assert "credentials were rejected" in sent[0]["text"]
     assert "Invalid API key" not in sent[0]["text"]
-    await asyncio.sleep(0.3)
+    await quiet_for(0.3, "a nudge, and the message it leads to, would have come by now")
     assert len(telegram.sent_messages(OWNER)) == 1  # explained once, not nudged: the model never wrote it
 
 
@@ -134,10 +135,7 @@ async def test_crashes_back_off_exponentially_then_the_worker_gives_up(tmp_path)
         outcome = await worker.run_turn(Prompt("hello"))
         # The instant backoff lets respawns race the turn: the budget may run out before its second restart.
         assert outcome.failure is not None and outcome.failure.kind == "crash" and outcome.restarts in (1, 2)
-        for _ in range(200):
-            if gave_up:
-                break
-            await asyncio.sleep(0.02)
+        await eventually(lambda: gave_up, "the worker to give up")
         assert gave_up == ["crash"] and worker.gave_up
         assert waits == [2, 4, 8, 16, 32, 64, 64, 64, 64]
         after = await worker.run_turn(Prompt("anyone?"))

@@ -76,7 +76,7 @@ async def test_acceptance_scenario_three_messages_in_five_seconds(telegram, mode
     telegram.user_sends(OWNER, "can you pull yesterday's logs and grep for errors")
     await asyncio.sleep(2.0)  # the user's pace, inside the debounce window
     telegram.user_sends(OWNER, "actually scratch that -- just the auth service")
-    await asyncio.sleep(2.0)
+    await asyncio.sleep(2.0)  # the user's pace again: each message restarts the debounce window
     telegram.user_sends(OWNER, "and also btw can you check if the deploy went through")
     await telegram.await_sent(OWNER, 3, timeout=20)
     await eventually(lambda: all(r.completed_at for r in models.requests_for("back")))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -10,6 +9,7 @@ import time
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access
+from tests.support.chat import eventually
 
 FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0)
 CSV = "name,qty\nmilk,2\neggs,12\n"
@@ -55,14 +55,6 @@ def _age(app, days: float) -> None:
 
 def _documents(telegram, chat: int = OWNER) -> list[dict]:
     return [m for m in telegram.sent_messages(chat) if m["method"] == "sendDocument"]
-
-
-async def _until(predicate, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 async def test_bicameral_convert_this_csv_comes_back_as_a_document(telegram, models, start_bot):
@@ -118,7 +110,7 @@ async def test_single_mode_sends_the_converted_file_in_the_turn(telegram, models
     assert sent[1]["text"] == "Done, here it is."
     first = models.requests_for("back")[0]
     assert 'workspace_path=\\"groceries.csv\\"' in json.dumps(first.messages)
-    await _until(lambda: not _copies(app))  # sent: the copy is deleted
+    await eventually(lambda: not _copies(app), "the sent file's copy deleted", timeout=20)
 
 
 async def test_a_result_with_files_held_while_away_survives_a_restart(telegram, models, start_bot):
@@ -141,7 +133,7 @@ async def test_a_result_with_files_held_while_away_survives_a_restart(telegram, 
     app = await start_bot(**FAST, away_after_seconds=1.0)
     telegram.user_sends(OWNER, document=("groceries.csv", CSV.encode()), caption="convert this to TSV")
     await telegram.await_sent(OWNER, 1)
-    await _until(lambda: app.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "completed")
+    await eventually(lambda: app.tasks.for_chat(f"telegram:{OWNER}")[0].state.value == "completed", "the task", timeout=20)
     assert len(telegram.sent_messages(OWNER)) == 1, "held while the user is away"
     await app.stop()
     # The workspace copy may change or go; what the task chose to send was kept.
@@ -156,7 +148,7 @@ async def test_a_result_with_files_held_while_away_survives_a_restart(telegram, 
     assert "finished the tsv" in sent[2]["text"] and "2 rows" in sent[2]["text"]
     assert sent[3]["method"] == "sendDocument" and sent[3]["file_bytes"] == TSV.encode()
     assert len(_documents(telegram)) == 1
-    await _until(lambda: not _copies(app))
+    await eventually(lambda: not _copies(app), "the copy deleted", timeout=20)
 
 
 async def test_a_file_still_to_send_across_a_restart_is_kept_until_it_is_out(telegram, models, start_bot):
@@ -164,21 +156,22 @@ async def test_a_file_still_to_send_across_a_restart_is_kept_until_it_is_out(tel
     telegram.fail_next("sendDocument", status=502)
     app = await start_bot(mode="single", send_retry_base_seconds=2)
     telegram.user_sends(OWNER, document=("groceries.csv", CSV.encode()), caption="convert this CSV to TSV")
-    await _until(lambda: any(e.attempts for e in app.stores.outbox.pending()))  # refused once, waiting to retry
+    # refused once, waiting to retry
+    await eventually(lambda: any(e.attempts for e in app.stores.outbox.pending()), "a refused send", timeout=20)
     await app.stop()
     _age(app, 30)  # far past the retention: only the pending message keeps it
     [copy] = _copies(app)
     app = await start_bot(mode="single")
     assert copy.read_bytes() == TSV.encode(), "kept at start: the outbox still sends it"
-    await _until(lambda: any(m["file_bytes"] == TSV.encode() for m in _documents(telegram)))
-    await _until(lambda: not _copies(app))
+    await eventually(lambda: any(m["file_bytes"] == TSV.encode() for m in _documents(telegram)), "the document", timeout=20)
+    await eventually(lambda: not _copies(app), "the copy deleted", timeout=20)
 
 
 async def test_at_start_copies_already_sent_or_past_the_retention_are_deleted(telegram, models, start_bot):
     models.responder(_converter("Done, here it is."), model="back")
     app = await start_bot(mode="single")
     telegram.user_sends(OWNER, document=("groceries.csv", CSV.encode()), caption="convert this CSV to TSV")
-    await _until(lambda: len(_documents(telegram)) == 1 and not _copies(app))
+    await eventually(lambda: len(_documents(telegram)) == 1 and not _copies(app), "one document, no copy", timeout=20)
     [sent] = app.stores.outbox.file_paths(pending=False)
     await app.stop()
     data = app.settings.data_dir

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-import time
 from collections.abc import Callable
 
 import pytest
@@ -15,18 +13,11 @@ from bicameral.channels.telegram import TelegramChannel
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
 from tests.fakes.telegram_server import FakeTelegram
+from tests.support.chat import eventually
 
 STRANGER = 777
 NOON = 1_800_000_000.0
 GROUP = -100555
-
-
-async def eventually(check: Callable[[], object], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def calls_to_chat(telegram: FakeTelegram, method: str, chat_id: int) -> list:
@@ -42,7 +33,7 @@ async def test_a_held_refusal_notice_does_not_delay_the_owner(telegram, models, 
     released = telegram.hold("sendMessage", STRANGER)
     try:
         telegram.user_sends(STRANGER, "let me in")
-        await eventually(lambda: calls_to_chat(telegram, "sendMessage", STRANGER), "the stranger's notice to be sent")
+        await eventually(lambda: calls_to_chat(telegram, "sendMessage", STRANGER), "the stranger's notice to be sent", timeout=15)
         telegram.user_sends(OWNER, "ping")
         sent = await telegram.await_sent(OWNER, 2, timeout=15)  # the digest of refused senders, and the answer
         assert "owner answered" in [m["text"] for m in sent]
@@ -62,7 +53,7 @@ async def test_a_rate_limited_notice_on_429_does_not_delay_the_owner(telegram, m
     try:
         telegram.user_sends(STRANGER, "one")
         telegram.user_sends(STRANGER, "two")  # over the limit: the notice is held
-        await eventually(lambda: len(calls_to_chat(telegram, "sendMessage", STRANGER)) >= 1, "a send to the stranger")
+        await eventually(lambda: len(calls_to_chat(telegram, "sendMessage", STRANGER)) >= 1, "a send to the stranger", timeout=15)
         telegram.user_sends(OWNER, "ping")
         sent = await telegram.await_sent(OWNER, 1, timeout=15)
         assert sent[0]["text"] == "answer"
@@ -176,13 +167,13 @@ async def test_one_member_flooding_a_group_is_limited_and_the_owner_still_passes
     app = await start_at_noon(debounce_ms=0, group_member_rate_limit_per_min=3, group_rate_limit_per_min=100)
     for i in range(8):
         in_group(telegram, f"@bicameral_test_bot flood {i}", MEMBER)
-    await eventually(lambda: len(group_rows(app)) == 8, "all eight stored")
+    await eventually(lambda: len(group_rows(app)) == 8, "all eight stored", timeout=15)
     in_group(telegram, "@bicameral_test_bot owner question", OWNER, "Owner")
-    await eventually(lambda: any("owner question" in r.last_user_text() for r in models.requests), "the owner's turn")
+    await eventually(lambda: any("owner question" in r.last_user_text() for r in models.requests), "the owner's turn", timeout=15)
     rows = group_rows(app)
     flood = [status for sender, _, status in rows if sender == str(MEMBER)]
     assert flood.count("ignored") == 5
-    await eventually(lambda: rate_notices(telegram), "the rate notice")
+    await eventually(lambda: rate_notices(telegram), "the rate notice", timeout=15)
     assert len(rate_notices(telegram)) == 1
     assert not any(f"flood {i}" in r.last_user_text() for r in models.requests for i in range(3, 8))
 
@@ -192,18 +183,18 @@ async def test_many_members_flooding_a_group_hit_the_group_limit(telegram, model
     app = await start_at_noon(debounce_ms=0, group_member_rate_limit_per_min=3, group_rate_limit_per_min=4)
     for member in range(7):
         in_group(telegram, f"@bicameral_test_bot hello from {member}", 3000 + member, f"M{member}")
-    await eventually(lambda: len(group_rows(app)) == 7, "all seven stored")
+    await eventually(lambda: len(group_rows(app)) == 7, "all seven stored", timeout=15)
     in_group(telegram, "@bicameral_test_bot owner question", OWNER, "Owner")
-    await eventually(lambda: any("owner question" in r.last_user_text() for r in models.requests), "the owner's turn")
+    await eventually(lambda: any("owner question" in r.last_user_text() for r in models.requests), "the owner's turn", timeout=15)
     statuses = [status for sender, _, status in group_rows(app) if sender != str(OWNER)]
     assert statuses.count("ignored") == 3
-    await eventually(lambda: rate_notices(telegram), "the group's rate notice")
+    await eventually(lambda: rate_notices(telegram), "the group's rate notice", timeout=15)
     assert len(rate_notices(telegram)) == 1
     # Another group has its own budget.
     telegram.user_sends(GROUP - 1, "@bicameral_test_bot hi", user_id=4000, chat_type="supergroup")
     other = GROUP - 1
     accepted = (["pending"], ["consumed"])
-    await eventually(lambda: [r[2] for r in group_rows(app, other)] in accepted, "the other group's message accepted")
+    await eventually(lambda: [r[2] for r in group_rows(app, other)] in accepted, "the other group's message accepted", timeout=15)
 
 
 # --- 8.8: refused traffic is capped, pruned, and summed up for the owner ---
@@ -224,7 +215,7 @@ async def test_refused_messages_are_capped_and_truncated(telegram, models, start
     for i in range(7):
         telegram.user_sends(STRANGER, f"spam {i} " + "x" * 5000)
     await eventually(lambda: app.stores.unauthorized.texts()[-1:] and "spam 6" in app.stores.unauthorized.texts()[-1],
-                     "the last refused message stored")
+                     "the last refused message stored", timeout=15)
     texts = app.stores.unauthorized.texts()
     assert [t.split()[1] for t in texts] == ["2", "3", "4", "5", "6"]
     assert all(len(t) <= 501 for t in texts)
@@ -241,7 +232,7 @@ async def test_the_owner_gets_a_digest_of_refused_senders_at_most_once_per_perio
     telegram.user_sends(STRANGER + 1, "me too", first_name="Trudy")
     telegram.user_sends(STRANGER, "hello??", first_name="Mallory")
     await telegram.await_sent(STRANGER + 1, 1)  # Trudy's refusal was handled
-    await eventually(lambda: app.stores.unauthorized.count(f"telegram:{STRANGER}") == 2, "Mallory's second message")
+    await eventually(lambda: app.stores.unauthorized.count(f"telegram:{STRANGER}") == 2, "Mallory's second message", timeout=15)
     assert len(telegram.sent_messages(OWNER)) == 1  # within the hour: no second digest
     clock.now += 3601
     telegram.user_sends(GROUP, "anyone here?", user_id=999, first_name="Eve", chat_type="supergroup", chat_title="Spam")
@@ -343,7 +334,7 @@ async def test_a_held_command_reply_does_not_delay_the_owner(telegram, models, s
     released = telegram.hold("sendMessage", GROUP)
     try:
         in_group(telegram, "/reset", MEMBER)
-        await eventually(lambda: calls_to_chat(telegram, "sendMessage", GROUP), "the refusal to be sent")
+        await eventually(lambda: calls_to_chat(telegram, "sendMessage", GROUP), "the refusal to be sent", timeout=15)
         telegram.user_sends(OWNER, "ping")
         sent = await telegram.await_sent(OWNER, 1, timeout=15)
         assert sent[0]["text"] == "owner answered"

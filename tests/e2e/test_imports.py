@@ -13,9 +13,10 @@ import pytest
 
 import bicameral
 from tests.conftest import OWNER
-from tests.e2e.test_process import bot_env, wait_until
+from tests.e2e.test_process import bot_env
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.telegram_server import FakeTelegram
+from tests.support.chat import eventually_blocking
 
 pytestmark = pytest.mark.slow
 
@@ -71,10 +72,12 @@ def _run_and_collect(tmp_path: Path, telegram: FakeTelegram, models: ModelServer
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        wait_until(lambda: telegram.calls_to("getUpdates") or proc.poll() is not None, 60, "the first getUpdates")
+        eventually_blocking(
+            lambda: telegram.calls_to("getUpdates") or proc.poll() is not None, "the first getUpdates", timeout=60
+        )
         assert proc.poll() is None, proc.communicate()[1]
         telegram.user_sends(OWNER, "hello")
-        wait_until(lambda: telegram.sent_messages(OWNER), 60, "the reply")
+        eventually_blocking(lambda: telegram.sent_messages(OWNER), "the reply", timeout=60)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:

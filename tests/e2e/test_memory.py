@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
+from tests.support.chat import eventually
 
 BOT = "@bicameral_test_bot"
 
@@ -30,15 +30,6 @@ def _seen(req: Request) -> str:
 
 def _group(k: int) -> dict:
     return {"chat_type": "supergroup", "chat_title": f"G{k}"}
-
-
-async def _until(predicate, what: str, timeout: float = 15.0):
-    for _ in range(int(timeout / 0.05)):
-        value = predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_a_fact_survives_a_restart_and_reset_and_is_used_without_being_asked(telegram, models, start_bot, make_settings):
@@ -248,7 +239,7 @@ async def test_memory_rides_in_the_front_situation_and_the_back_task_in_two_cham
     app = await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=100)
     app.stores.memory.remember(f"user:telegram:{OWNER}", "Ada is vegetarian", importance=0.9)
     telegram.user_sends(OWNER, "find me a restaurant for dinner")
-    await _until(lambda: len(models.requests_for("back")) >= 2, "the back task to finish")
+    await eventually(lambda: len(models.requests_for("back")) >= 2, "the back task to finish", timeout=15)
     front = models.requests_for("front")[0]
     assert "Ada is vegetarian" in front.last_user_text() and "Ada is vegetarian" not in front.system
     back = models.requests_for("back")
@@ -321,13 +312,13 @@ async def test_facts_are_extracted_after_the_reply_without_delaying_it(telegram,
     await telegram.await_sent(OWNER, 1)
     chat_request, extraction = await models.await_requests(2)
     assert extraction.received_at >= chat_request.completed_at
-    kept = await _until(lambda: app.stores.memory.all([f"user:telegram:{OWNER}"]), "the extracted fact")
+    kept = await eventually(lambda: app.stores.memory.all([f"user:telegram:{OWNER}"]), "the extracted fact", timeout=15)
     assert [(f.text, f.key) for f in kept] == [("Ada is vegetarian", "diet")]
     assert not app.stores.memory.recall("Fridays", [f"chat:telegram:{OWNER}"])  # a DM is no group: not kept
 
     telegram.user_sends(OWNER, "garbled exchange")
     await telegram.await_sent(OWNER, 2)
-    await _until(lambda: any("fact extraction" in r.getMessage() for r in caplog.records), "the logged failure")
+    await eventually(lambda: any("fact extraction" in r.getMessage() for r in caplog.records), "the logged failure", timeout=15)
     assert [f.text for f in app.stores.memory.all([f"user:telegram:{OWNER}"])] == ["Ada is vegetarian"]
 
 
@@ -393,6 +384,6 @@ async def test_the_front_extracts_facts_after_answering_in_two_chamber_mode(tele
     telegram.user_sends(OWNER, "my sister Mia's birthday is on 3 May")
     sent = await telegram.await_sent(OWNER, 1)
     assert sent[0]["text"] == "How lovely!"
-    kept = await _until(lambda: app.stores.memory.all([f"user:telegram:{OWNER}"]), "the extracted fact")
+    kept = await eventually(lambda: app.stores.memory.all([f"user:telegram:{OWNER}"]), "the extracted fact", timeout=15)
     assert [f.text for f in kept] == ["Ada's sister Mia was born on 3 May"]
     assert models.requests_for("back") == []

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access
-from tests.support.chat import until_sent
+from tests.support.chat import eventually, until_sent
 
 FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=100, task_retry_delay_seconds=0)
 SUMMARY = "<summary of the earlier conversation>"
@@ -128,7 +127,7 @@ async def test_a_restart_after_compaction_resumes_from_the_compacted_checkpoint(
     telegram.user_sends(OWNER, "check the clock in many zones for me")
     await until_sent(telegram, OWNER, "on it")
     telegram.user_sends(OWNER, "oh, and my locker is number 512")
-    await _until(lambda: not back.hang)
+    await eventually(lambda: not back.hang, "the back task to hang after its compaction", timeout=30)
     hanging = models.requests_for("back")[-1]
     task = app.tasks.for_chat(f"telegram:{OWNER}")[0]
     saved = app.tasks.latest_checkpoint(task.id)
@@ -175,17 +174,9 @@ async def test_the_front_remembers_without_a_task_and_only_that_user_sees_it(tel
     assert "Ada is vegetarian" not in _seen(theirs)
 
 
-async def _until(predicate, timeout: float = 30.0):
-    for _ in range(int(timeout / 0.05)):
-        value = predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("timed out")
-
-
 async def _until_text(telegram, text: str, chat: int = OWNER) -> None:
-    await _until(lambda: any(text in m["text"] for m in telegram.sent_messages(chat)))
+    """Until a message sent to `chat` contains `text` (`until_sent` waits for the whole text)."""
+    await eventually(lambda: any(text in m["text"] for m in telegram.sent_messages(chat)), f"a text with {text!r}", timeout=30)
 
 
 async def test_the_forget_tool_scrubs_the_single_mode_session_like_the_command(telegram, models, start_bot):
@@ -267,6 +258,6 @@ async def test_the_front_forgets_without_a_task_and_later_front_calls_never_carr
     assert models.requests_for("back") == []  # done at once, no task
 
     telegram.user_sends(OWNER, "so, what is my locker code?")
-    await _until(lambda: len(telegram.sent_messages(OWNER)) >= 3)
+    await eventually(lambda: len(telegram.sent_messages(OWNER)) >= 3, "the answer to the question", timeout=30)
     later = [r for r in models.requests_for("front") if "so, what is my locker code" in r.last_user_text()]
     assert later and all("4471" not in _seen(r) for r in later)  # ... and never again after it

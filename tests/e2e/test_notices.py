@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
+from tests.support.chat import eventually
 
 STRANGER = 777
 STRANGERS_GROUP = -100666
@@ -22,10 +21,10 @@ async def _digest(telegram, app) -> dict:
     )
     [digest] = await telegram.await_sent(OWNER, 1)
     assert NAME in digest["text"] and TITLE in digest["text"]  # the owner reads who it was
-    deadline = time.monotonic() + 10
-    while not app.stores.db.query("SELECT 1 FROM messages WHERE direction = 'out' AND chat = ?", (f"telegram:{OWNER}",)):
-        assert time.monotonic() < deadline, "the digest was never recorded"
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: app.stores.db.query("SELECT 1 FROM messages WHERE direction = 'out' AND chat = ?", (f"telegram:{OWNER}",)),
+        "the digest to be recorded",
+    )
     return digest
 
 
@@ -80,7 +79,6 @@ async def test_a_notice_telegram_refuses_for_now_arrives_after_the_wait_and_stay
     assert "private assistant" in notice["text"]
     refused, sent = [c for c in telegram.calls_to("sendMessage") if str(c.params["chat_id"]) == str(STRANGER)]
     assert refused.status == 429 and sent.ts - refused.ts >= 0.9  # waited out by the outbox, not dropped
-    deadline = time.monotonic() + 10  # recorded right after Telegram's answer comes back
-    while not app.stores.messages.is_notice(f"telegram:{STRANGER}", str(notice["message_id"])):
-        assert time.monotonic() < deadline, "the notice was never recorded as one"
-        await asyncio.sleep(0.01)
+    await eventually(  # recorded right after Telegram's answer comes back
+        lambda: app.stores.messages.is_notice(f"telegram:{STRANGER}", str(notice["message_id"])), "the notice recorded as one"
+    )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
+from tests.support.chat import eventually
 
 # Quick retries, so ten refusals in a row take about a second.
 QUICK = dict(send_retry_base_seconds=0.05, send_retry_cap_seconds=0.2)
@@ -16,14 +15,6 @@ LONG_REPLY = "\n\n".join(f"Part {i}: " + ("the findings in some detail, " * 12).
 
 def _texts(telegram, chat=OWNER) -> list[str]:
     return [m["text"] for m in telegram.sent_messages(chat)]
-
-
-async def _until(condition, timeout: float = 20.0) -> None:
-    """Wait for something the app does on this loop (the fakes' blocking waits would stall it)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 def _answered_calls(telegram, method: str) -> int:
@@ -45,7 +36,8 @@ async def test_a_reply_refused_ten_times_still_arrives_once(telegram, models, st
     telegram.user_sends(OWNER, "hello")
     await telegram.await_sent(OWNER, 1, timeout=30)
     assert _texts(telegram) == ["worth the wait"]
-    await _until(lambda: app.stores.messages.pending_inbound() == [])  # marked right after the send returns
+    # marked right after the send returns
+    await eventually(lambda: app.stores.messages.pending_inbound() == [], "the message marked done", timeout=20)
     await _prove_nothing_else_arrives(telegram, models, 1)
 
 
@@ -66,7 +58,8 @@ async def test_a_long_reply_telegram_refuses_between_its_parts_repeats_no_part(t
     telegram.fail_next("sendMessage", status=429, retry_after=1, after=1)  # the second part
     telegram.user_sends(OWNER, "write me a lot")
     await telegram.await_sent(OWNER, 3, timeout=30)
-    await _until(lambda: " ".join(_texts(telegram)).split() == long_text.split())  # every part once, in order
+    # every part once, in order
+    await eventually(lambda: " ".join(_texts(telegram)).split() == long_text.split(), "every part of the text", timeout=20)
     first, refused, second = telegram.calls_to("sendMessage")[:3]
     assert refused.status == 429 and second.ts - refused.ts >= 0.9
     assert [c.params["text"] for c in telegram.calls_to("sendMessage")].count(first.params["text"]) == 1
@@ -78,7 +71,7 @@ async def test_a_reply_still_unsent_at_shutdown_is_delivered_once_by_the_next_st
     telegram.fail_next("sendMessage", status=502, times=10)
     first = await start_bot(send_retry_base_seconds=0.3, send_retry_cap_seconds=0.3)
     telegram.user_sends(OWNER, "hello")
-    await _until(lambda: _answered_calls(telegram, "sendMessage") >= 2)
+    await eventually(lambda: _answered_calls(telegram, "sendMessage") >= 2, "two refused sends", timeout=20)
     await first.stop()
     assert _texts(telegram) == []
     await start_bot(**QUICK)
@@ -94,8 +87,11 @@ async def test_a_reply_that_never_gets_through_is_given_up_with_a_log_line(teleg
     telegram.fail_next("sendMessage", status=500, times=1000)
     app = await start_bot(send_retry_base_seconds=0.05, send_retry_cap_seconds=0.1, send_give_up_seconds=0.5)
     telegram.user_sends(OWNER, "hello")
-    await _until(lambda: any("gave up on message" in r.getMessage() for r in caplog.records))
-    await _until(lambda: app.stores.messages.pending_inbound() == [])  # marked right after the send returns
+    await eventually(
+        lambda: any("gave up on message" in r.getMessage() for r in caplog.records), "the give-up logged", timeout=20
+    )
+    # marked right after the send returns
+    await eventually(lambda: app.stores.messages.pending_inbound() == [], "the message marked done", timeout=20)
 
 
 async def test_an_interim_message_does_not_count_as_the_answer_in_single_mode(telegram, models, start_bot):
@@ -123,7 +119,7 @@ async def test_a_restart_between_the_parts_of_a_long_reply_neither_repeats_nor_h
     telegram.user_sends(OWNER, "tell me everything")
     await telegram.await_sent(OWNER, 1, timeout=20)
     # The crash comes between the parts: the turn has recorded them all and ended, part 2 waits its pause.
-    await _until(lambda: not first.conversation.busy_chats())
+    await eventually(lambda: not first.conversation.busy_chats(), "the turn to end", timeout=20)
     await first.stop()
     assert len(_texts(telegram)) == 1
     await start_bot(**settings)
@@ -139,7 +135,7 @@ async def test_a_later_reply_waits_behind_an_earlier_one_still_being_retried(tel
     telegram.fail_next("sendMessage", status=500, times=3)
     await start_bot(send_retry_base_seconds=0.3, send_retry_cap_seconds=0.3)
     telegram.user_sends(OWNER, "first question")
-    await _until(lambda: _answered_calls(telegram, "sendMessage") >= 1)
+    await eventually(lambda: _answered_calls(telegram, "sendMessage") >= 1, "the first refused send", timeout=20)
     telegram.user_sends(OWNER, "second question")
     await telegram.await_sent(OWNER, 2, timeout=30)
     assert _texts(telegram) == ["first answer", "second answer"]

@@ -13,20 +13,18 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 import pytest
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import ModelServer, Reply, Request
 from tests.fakes.telegram_server import FakeTelegram
+from tests.support.chat import eventually_blocking, quiet_for_blocking
 
 pytestmark = pytest.mark.slow
 
-T = TypeVar("T")
 OPENAI_KEY = "sk-proj-fakeOpenAIkeyForProcessTests0123456789"
 
 
@@ -57,18 +55,6 @@ def bot_env(tmp_path: Path, telegram: FakeTelegram, models: ModelServer, **extra
     )
     values.update(extra)
     return clean_env(**values)
-
-
-def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
-    """Poll `predicate` until it returns something truthy; fail naming `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 class BotProcess:
@@ -127,7 +113,7 @@ class BotProcess:
                 raise AssertionError(f"{self.name} exited with {self.proc.returncode} before polling:\n{self.output()}")
             return len(telegram.calls_to("getUpdates")) > self._polls_at_start
 
-        wait_until(polled, timeout, f"{self.name} to poll getUpdates")
+        eventually_blocking(polled, f"{self.name} to poll getUpdates", timeout=timeout)
 
     def kill(self) -> None:
         """kill -9: no cleanup of any kind runs in the process."""
@@ -279,11 +265,13 @@ def test_killed_mid_turn_and_restarted_loses_nothing_and_sends_no_duplicate(tmp_
         joined = " ".join(sent_texts(telegram))
         return all(w in joined for w in WORDS)
 
-    wait_until(answered, 30, "answers covering 'first' and 'second'")
+    eventually_blocking(answered, "answers covering 'first' and 'second'", timeout=30)
     db = tmp_path / "data" / "bicameral.db"
-    wait_until(lambda: all(s == "consumed" for _, s in inbound_rows(db)), 10, "both inbound rows consumed")
-    wait_until(lambda: all(r.completed_at for r in models.requests[requests_before_restart:]), 10, "model requests done")
-    time.sleep(1.0)  # room for a duplicate to show up, were one coming
+    eventually_blocking(lambda: all(s == "consumed" for _, s in inbound_rows(db)), "both inbound rows consumed", timeout=10)
+    eventually_blocking(
+        lambda: all(r.completed_at for r in models.requests[requests_before_restart:]), "model requests done", timeout=10
+    )
+    quiet_for_blocking(1.0, "every request is done: a duplicate reply, were one coming, would be here by now")
 
     after = models.requests[requests_before_restart:]
     for word in WORDS:
@@ -308,12 +296,12 @@ def test_killed_right_after_the_reply_was_sent_does_not_answer_again(tmp_path, t
     # "Sent" from the bot's side: it saw Telegram accept the reply and recorded it. (Killing the
     # instant the fake answers lands before the bot has read the response; that message then
     # stays pending and is answered again after the restart, by design: at-least-once.)
-    wait_until(lambda: inbound_rows(db) == [("hello", "consumed")], 10, "the bot to record its reply")
+    eventually_blocking(lambda: inbound_rows(db) == [("hello", "consumed")], "the bot to record its reply", timeout=10)
     bot.kill()
     requests_before_restart = len(models.requests)
 
     bot.start().wait_ready()
-    time.sleep(2.0)  # a replayed turn would debounce (0.1 s), ask the model and answer well within this
+    quiet_for_blocking(2.0, "a replayed turn would debounce (0.1 s), ask the model and answer well within this")
     assert sent_texts(telegram) == ["hello back"]
     assert len(models.requests) == requests_before_restart
     assert inbound_rows(db) == [("hello", "consumed")]
@@ -394,7 +382,7 @@ def test_chat_in_the_terminal_answers_and_exits_0_on_eof(tmp_path, models, procs
     models.script(Reply(text="Hello from the scripted model"))
     chat = procs(chat_env(tmp_path, models), "chat", stdin_pipe=True).start()
     chat.write("hello")
-    wait_until(lambda: "Hello from the scripted model" in chat.stdout, 30, "the scripted reply on stdout")
+    eventually_blocking(lambda: "Hello from the scripted model" in chat.stdout, "the scripted reply on stdout", timeout=30)
     chat.close_stdin()
     assert chat.wait_exit(20) == 0
     assert "hello" in models.requests[0].last_user_text()
@@ -404,7 +392,7 @@ def test_chat_in_the_terminal_answers_and_exits_0_on_eof(tmp_path, models, procs
 def test_reset_in_the_terminal_confirms(tmp_path, models, procs):
     chat = procs(chat_env(tmp_path, models), "chat", stdin_pipe=True).start()
     chat.write("/reset")
-    wait_until(lambda: "Fresh start" in chat.stdout, 30, "the reset confirmation on stdout")
+    eventually_blocking(lambda: "Fresh start" in chat.stdout, "the reset confirmation on stdout", timeout=30)
     assert "cleared our conversation" in chat.stdout
     chat.close_stdin()
     assert chat.wait_exit(20) == 0
@@ -496,9 +484,8 @@ def test_chat_with_no_keys_answers_from_the_bundled_local_model(tmp_path, procs)
         _, sep, tail = chat.stdout.partition("bicameral ›")
         return tail.strip() if sep else ""
 
-    text = wait_until(reply, 120, "a reply from the local model", interval=0.5)
-    time.sleep(0.5)  # let the rest of the rendered reply reach the file
-    chat.close_stdin()
+    text = eventually_blocking(reply, "a reply from the local model", timeout=120, interval=0.5)
+    chat.close_stdin()  # the end of input lets the turn finish its reply before the process exits
     assert chat.wait_exit(60) == 0
     assert text
     assert "went wrong" not in chat.stdout.lower()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
+from tests.support.chat import quiet_for
 
 
 async def test_a_long_turn_shows_a_progress_note_edited_in_place_and_removed_before_the_answer(
@@ -48,7 +47,7 @@ async def test_a_note_telegram_refuses_for_now_is_not_shown_late_and_the_answer_
     telegram.user_sends(OWNER, "what time is it?")
     [answer] = await telegram.await_sent(OWNER, 1, timeout=20)
     assert answer["text"] == "It is noon."  # not 30 s later: the note is a status, sent at once or not at all
-    await asyncio.sleep(1)
+    await quiet_for(1, "a note sent after the answer, or a deletion of one, would have come by now")
     assert [m["text"] for m in telegram.sent_messages(OWNER)] == ["It is noon."]
     assert telegram.calls_to("deleteMessage") == []
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
 from bicameral.store import Stores
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
-from tests.support.chat import until_sent
+from tests.support.chat import eventually, quiet_for, until_sent
 
 FRIEND = 2002
 
@@ -67,7 +66,7 @@ async def test_overdue_schedules_fire_once_on_start_with_an_honest_delay(telegra
     await start_bot()
     await until_sent(telegram, OWNER, "⏰ Reminder: call mum (late by 2 h: I was offline when it was due)")
     await until_sent(telegram, OWNER, "⏰ Reminder: stand-up (late by 3 days: I was offline when it was due)")
-    await asyncio.sleep(0.5)
+    await quiet_for(0.5, "a second fire for the missed mornings, or the later reminder early, would have arrived by now")
     texts = [m["text"] for m in telegram.sent_messages(OWNER)]
     assert len(texts) == 2 and not any("later" in t for t in texts)  # the missed mornings fire once, not three times
 
@@ -78,10 +77,7 @@ async def test_a_restart_does_not_send_a_delivered_reminder_again(telegram, mode
     await until_sent(telegram, OWNER, "⏰ Reminder: once only")
     stores = Stores.open(make_settings().db_path)
     try:
-        for _ in range(300):  # until the fire's row says delivered
-            if not stores.schedules.pending_fires():
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: not stores.schedules.pending_fires(), "the fire's row to say delivered", timeout=15)
         assert stores.schedules.pending_fires() == []
     finally:
         stores.close()
@@ -157,10 +153,7 @@ async def test_in_two_chambers_a_reminder_needs_no_model_and_a_task_runs_on_the_
     )
     await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=150)
     await until_sent(telegram, OWNER, "⏰ Reminder: stretch")
-    for _ in range(400):
-        if any("calm day" in m["text"] for m in telegram.sent_messages(OWNER)):
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: any("calm day" in m["text"] for m in telegram.sent_messages(OWNER)), "the task's result", timeout=20)
     assert any("calm day" in m["text"] for m in telegram.sent_messages(OWNER))
     triage = json.dumps(models.requests_for("front")[0].raw, ensure_ascii=False)
     assert "scheduled_task" in triage and "summarise the news on X" in triage

@@ -13,6 +13,7 @@ from bicameral.sandbox.runner import Limits, Sandbox
 from bicameral.sandbox.workspace import hand_to_sandbox_user, workspace_for
 from bicameral.tools.registry import ToolRegistry
 from bicameral.tools.shell import RunCommand
+from tests.support.chat import eventually, quiet_for
 
 
 def _why_no_sandbox() -> str | None:
@@ -121,17 +122,14 @@ async def test_one_command_per_chat_and_cancel_kills_the_whole_tree(shell, make_
     marker = workspace_for(ctx.data_dir, ctx.chat) / "alive"
     looping = "(while true; do date > alive; sleep 0.2; done) & sleep 60"
     first = asyncio.create_task(shell.execute("run", {"command": looping}, ctx))
-    for _ in range(200):
-        if marker.exists():
-            break
-        await asyncio.sleep(0.05)
+    await eventually(marker.exists, "the loop's first write", timeout=10)
     second = await shell.execute("run", {"command": "true"}, ctx)
     assert second.is_error and "still running" in second.content
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first
     marker.unlink()
-    await asyncio.sleep(1.0)  # the loop wrote every 0.2 s; a survivor would have recreated the file by now
+    await quiet_for(1.0, "the loop wrote every 0.2 s: a survivor would have recreated the file by now")
     assert not marker.exists()
     assert not (await shell.execute("run", {"command": "true"}, ctx)).is_error
 

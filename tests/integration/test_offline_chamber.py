@@ -4,7 +4,6 @@ what was noted. The model here is a stand-in that records what it is asked (the 
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import os
@@ -26,6 +25,7 @@ from bicameral.models.base import Message, ModelEvent, Stop, TextBlock, TextDelt
 from bicameral.offline import OfflineChamber
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.web import untrusted
+from tests.support.chat import eventually
 
 REPLY_TIMEOUT = 20.0
 PERSON = "terminal:local"
@@ -95,10 +95,7 @@ class Session:
         return await self.replies_after(before, replies)
 
     async def replies_after(self, before: int, count: int) -> list[str]:
-        deadline = time.monotonic() + REPLY_TIMEOUT
-        while len(self._replies()) < before + count:
-            assert time.monotonic() < deadline, f"no reply within {REPLY_TIMEOUT:.0f}s"
-            await asyncio.sleep(0.02)
+        await eventually(lambda: len(self._replies()) >= before + count, f"{count} reply(ies)", timeout=REPLY_TIMEOUT)
         return self._replies()[before:]
 
     def _replies(self) -> list[str]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,18 +17,12 @@ from bicameral.store.db import Database
 from bicameral.store.messages import MessageStore
 from bicameral.store.outbox import OutboxStore
 from tests.fakes.telegram_server import FakeTelegram
+from tests.support.chat import eventually, quiet_for
 
 DM = 4242
 CHAT = f"telegram:{DM}"
 # Six paragraphs of about 1 100 characters: more than one Telegram message holds.
 LONG = "\n\n".join(f"Paragraph {i}: " + "lorem ipsum dolor sit amet " * 40 for i in range(6))
-
-
-async def _until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -87,7 +79,7 @@ async def test_a_429_on_the_second_part_sends_the_first_once_and_the_rest_after_
     fake.fail_next("sendMessage", status=429, retry_after=1, after=1)
     [result] = await wired.outbox.send([SendText(CHAT, LONG)])
     assert result.queued  # the first part is out; the rest waits in the outbox, not in the channel
-    await _until(lambda: wired.store.pending() == [], "the rest of the text")
+    await eventually(lambda: wired.store.pending() == [], "the rest of the text")
 
     sent = fake.sent_messages(DM)
     assert len(sent) >= 2 and " ".join(m["text"] for m in sent).split() == LONG.split()  # every part once, in order
@@ -104,7 +96,7 @@ async def test_a_restart_while_the_rest_of_a_text_waits_still_sends_only_the_res
     [waiting] = wired.store.pending()
     assert len(waiting.parts_sent) == 1
     await wired.restart()  # the new process knows the text only from the store
-    await _until(lambda: wired.store.pending() == [], "the rest of the text after the restart")
+    await eventually(lambda: wired.store.pending() == [], "the rest of the text after the restart")
     sent = fake.sent_messages(DM)
     assert " ".join(m["text"] for m in sent).split() == LONG.split()
     assert str(sent[0]["message_id"]) == waiting.parts_sent[0]
@@ -119,7 +111,7 @@ async def test_an_edit_and_a_deletion_refused_for_now_are_made_after_the_wait(fa
     fake.fail_next("deleteMessage", status=429, retry_after=1)
     delete = await wired.outbox.perform(DeleteMessage(CHAT, message_id))
     assert delete.queued  # behind the edit: a chat's changes are made in the order they were asked for
-    await _until(lambda: wired.store.pending() == [], "the edit and the deletion")
+    await eventually(lambda: wired.store.pending() == [], "the edit and the deletion")
     [message] = fake.sent_messages(DM)
     assert message["text"] == "final" and message["deleted"] is True
     edits, deletes = fake.calls_to("editMessageText"), fake.calls_to("deleteMessage")
@@ -134,7 +126,7 @@ async def test_typing_and_reactions_are_sent_once_and_never_retried(fake: FakeTe
     typing = await wired.outbox.perform(Typing(CHAT))
     assert not react.ok and not react.queued and not typing.ok and not typing.queued
     assert wired.store.pending() == []
-    await asyncio.sleep(1.5)  # past Telegram's wait: nothing tries again
+    await quiet_for(1.5, "past Telegram's wait: a retry of either would have been made by now")
     assert len(fake.calls_to("setMessageReaction")) == 1 and len(fake.calls_to("sendChatAction")) == 1
 
 
@@ -142,7 +134,7 @@ async def test_a_status_text_is_sent_at_once_or_not_at_all(fake: FakeTelegram, w
     fake.fail_next("sendMessage", status=429, retry_after=1)
     result = await wired.outbox.perform(SendText(CHAT, "Still working on it…", purpose="status"))
     assert not result.ok and not result.queued and wired.store.pending() == []
-    await asyncio.sleep(1.5)
+    await quiet_for(1.5, "past Telegram's wait: a status text kept for later would have been sent by now")
     assert fake.sent_messages(DM) == [] and len(_sends(fake)) == 1
 
 
@@ -152,7 +144,7 @@ async def test_a_notice_refused_for_now_arrives_after_the_wait_and_is_kept_as_a_
     fake.fail_next("sendMessage", status=429, retry_after=1)
     [result] = await wired.outbox.send([SendText(CHAT, "This is a private assistant.", purpose="notice")])
     assert result.queued
-    await _until(lambda: wired.store.pending() == [], "the notice")
+    await eventually(lambda: wired.store.pending() == [], "the notice")
     [notice] = fake.sent_messages(DM)
     assert wired.messages.is_notice(CHAT, str(notice["message_id"]))
     assert wired.messages.recent(CHAT) == []  # out of every history a model reads

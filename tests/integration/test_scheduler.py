@@ -10,6 +10,7 @@ from bicameral.scheduler import Scheduler
 from bicameral.store import Stores
 from bicameral.store.schedule_times import local_to_epoch, readable
 from bicameral.store.schedules import Fire
+from tests.support.chat import eventually, quiet_for
 from tests.support.fake_time import FakeTime
 
 START = local_to_epoch("2026-11-23 12:00", "UTC")
@@ -97,7 +98,7 @@ async def test_paused_schedule_does_not_fire_and_resumed_one_does(stores):
     try:
         await clock.until_sleeping()
         await clock.advance(120)
-        await asyncio.sleep(0.1)
+        await quiet_for(0.1, "the paused schedule was due: its fire would have arrived by now")
         assert inbox.fires == []
         stores.schedules.update(made.id, state="active", next_due=START + 180)
         await clock.advance(60)
@@ -151,8 +152,9 @@ async def test_a_crash_mid_fire_redelivers_it_once_on_start_and_never_again(stor
     try:
         [again] = await restarted.until(1)
         assert again.id == dying.fires[0].id and again.body == "call mum"
-        await _eventually(lambda: stores.schedules.pending_fires() == [])  # delivered: no later start sends it again
-        await asyncio.sleep(0.2)
+        # delivered: no later start sends it again (a row's state: the database has no change events to wait on)
+        await eventually(lambda: stores.schedules.pending_fires() == [], "the fire's row to say delivered")
+        await quiet_for(0.2, "its time is past at the restart: had the schedule fired again, that fire would be here by now")
         assert len(restarted.fires) == 1  # and the schedule itself did not fire a second time
     finally:
         await second.stop()
@@ -172,15 +174,6 @@ async def test_a_failed_delivery_stays_for_the_next_start(stores):
     await asyncio.wait_for(tried.wait(), 10)
     await scheduler.stop()
     assert [f.body for f in stores.schedules.pending_fires()] == ["call mum"]
-
-
-async def _eventually(check, timeout: float = 10.0) -> None:
-    """Wait for a row's state (the database has no change events to wait on)."""
-    for _ in range(int(timeout / 0.02)):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 async def test_a_thousand_due_in_the_same_second_all_fire_once(stores):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from bicameral.events import (
 )
 from bicameral.folders import MAX_NAME_CHARS, safe_name
 from tests.fakes.telegram_server import FakeTelegram
+from tests.support.chat import eventually, quiet_for
 
 DM = 4242
 GROUP = -1001234
@@ -58,16 +59,8 @@ class Inbox:
         return [inbound for batch in self.batches for inbound in batch]
 
     async def wait(self, count: int = 1, timeout: float = 10.0) -> list[Inbound]:
-        await eventually(lambda: len(self.items) >= count, timeout, f"{count} inbound(s); got {self.items}")
+        await eventually(lambda: len(self.items) >= count, lambda: f"{count} inbound(s); got {self.items}", timeout=timeout)
         return self.items
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -189,7 +182,7 @@ async def test_photo_with_caption_is_one_inbound(
 ) -> None:
     fake.user_sends(DM, photo=PNG, caption="look at this")
     [msg] = await inbox.wait()
-    await asyncio.sleep(0.3)
+    await quiet_for(0.3, "a second inbound for the photo or its caption would have arrived by now")
     assert len(inbox.items) == 1
     msg = await channel.fetch_attachments(msg)
     assert msg.text == "look at this"
@@ -285,7 +278,7 @@ async def test_offset_waits_for_the_sink(fake: FakeTelegram, channel: TelegramCh
     await eventually(lambda: len(seen) == 1, what="sink called")
     update_id = seen[0].update_id
     assert update_id is not None
-    await asyncio.sleep(0.3)
+    await quiet_for(0.3, "an acknowledgement made while the sink holds the batch would have reached the fake by now")
     assert fake.acked_offset <= update_id  # not acknowledged while the sink holds it
     release.set()
     await eventually(lambda: fake.acked_offset == update_id + 1, what="acknowledgement after the sink")
@@ -371,7 +364,7 @@ async def test_idle_polling_rests_when_the_server_answers_at_once(fake: FakeTele
     try:
         await eventually(lambda: len(fake.calls_to("getUpdates")) >= 1, what="the first poll")
         first = time.monotonic()
-        await asyncio.sleep(2.0)  # a stretch of idle time, not a wait for an event
+        await quiet_for(2.0, "a stretch of idle time to count polls over: a loop without a pause makes hundreds")
         polls = [c for c in fake.calls_to("getUpdates") if c.ts >= first]
         idle_seconds = time.monotonic() - first
         # About one poll a second; a loop without a pause makes hundreds here.
@@ -411,7 +404,7 @@ async def test_updates_without_usable_ids_do_not_spin_the_loop(fake: FakeTelegra
     try:
         await eventually(lambda: len(fake.calls_to("getUpdates")) >= 1, what="the first poll")
         first = time.monotonic()
-        await asyncio.sleep(1.5)  # a stretch of time to count polls over, not a wait for an event
+        await quiet_for(1.5, "a stretch of time to count polls over: a loop without a pause makes hundreds")
         polls = [c for c in fake.calls_to("getUpdates") if c.ts >= first]
         assert len(polls) <= 2 * (time.monotonic() - first) + 2
         assert inbox.items == []

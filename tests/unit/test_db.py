@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from importlib import resources
 from pathlib import Path
 
 from bicameral.store import db as db_module
 from bicameral.store.db import Database
+from tests.support.chat import eventually_blocking
 
 LATEST = max(int(e.name[:3]) for e in resources.files("bicameral.store").joinpath("migrations").iterdir()
              if e.name.endswith(".sql"))
@@ -105,15 +105,6 @@ def _in_database_file(path: Path) -> list[str]:
         return [row[0] for row in conn.execute("SELECT key FROM kv ORDER BY key")]
 
 
-def _wait(condition, timeout: float = 30.0) -> None:
-    """Until `condition()` holds, waking on a short timer (the checkpoint runs in its own thread)."""
-    done = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        done.wait(0.01)
-
-
 def test_commits_never_checkpoint_but_a_thread_of_its_own_does(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "db.sqlite"
     Database(path).close()  # migrated: opening it again commits nothing
@@ -130,7 +121,7 @@ def test_commits_never_checkpoint_but_a_thread_of_its_own_does(tmp_path: Path, m
         db.execute("INSERT INTO kv (key, value) VALUES ('c', '1')")  # a third commit, outside a transaction
         checkpointer = db._checkpointer
         assert checkpointer is not None
-        _wait(lambda: checkpointer.done == 1)
+        eventually_blocking(lambda: checkpointer.done == 1, "the checkpoint (in its own thread)", timeout=30)
         assert _in_database_file(path) == ["a", "b", "c"]
         assert checkpointer._thread.name == "sqlite-checkpoint" and checkpointer._thread.is_alive()
     finally:
@@ -178,11 +169,11 @@ def test_a_failed_checkpoint_is_logged_and_the_next_one_still_runs(tmp_path: Pat
         db.execute("INSERT INTO kv (key, value) VALUES ('a', '1')")
         checkpointer = db._checkpointer
         assert checkpointer is not None
-        _wait(lambda: checkpointer.done == 1)
+        eventually_blocking(lambda: checkpointer.done == 1, "the failed checkpoint", timeout=30)
         assert "database checkpoint failed" in caplog.text and "disk I/O error" in caplog.text
         assert _in_database_file(path) == []  # nothing copied yet
         db.execute("INSERT INTO kv (key, value) VALUES ('b', '1')")
-        _wait(lambda: checkpointer.done == 2)
+        eventually_blocking(lambda: checkpointer.done == 2, "the next checkpoint", timeout=30)
         assert _in_database_file(path) == ["a", "b"]
         assert db.query_one("SELECT value FROM kv WHERE key = 'b'")[0] == "1"  # the database kept serving
     finally:

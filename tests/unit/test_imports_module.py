@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from bicameral.imports import import_without, warm_in_background
+from tests.support.chat import eventually_blocking
 
 
 def test_warming_imports_in_another_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -17,10 +17,9 @@ def test_warming_imports_in_another_thread(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "warm_probe", raising=False)
     warm_in_background("warm_probe")
-    deadline = time.monotonic() + 30
-    while "warm_probe" not in sys.modules or not hasattr(sys.modules["warm_probe"], "LOADED_ON"):
-        assert time.monotonic() < deadline, "the module was never warmed"
-        time.sleep(0.01)
+    eventually_blocking(
+        lambda: hasattr(sys.modules.get("warm_probe"), "LOADED_ON"), "the module to be warmed", timeout=30, interval=0.01
+    )
     assert sys.modules["warm_probe"].LOADED_ON != threading.current_thread().name
 
 
