@@ -66,7 +66,7 @@ def child_process_env(environ: Mapping[str, str] | None = None) -> dict[str, str
 
 
 class Settings(BaseSettings):
-    """Every setting bicameral reads; see the README table for what each one does."""
+    """Every setting bicameral reads; docs/configuration.md says what each one does."""
 
     model_config = SettingsConfigDict(
         env_prefix="BICAMERAL_",
