@@ -281,6 +281,15 @@ class ActionResult:
 
 
 @dataclass(frozen=True)
+class CommandMenu:
+    """The commands a platform's menu offers: everyone's, and the owner's own beside them (name, one line each)."""
+
+    everyone: tuple[tuple[str, str], ...]
+    owner: tuple[tuple[str, str], ...]
+    owner_id: int | None
+
+
+@dataclass(frozen=True)
 class Capabilities:
     max_text: int = 4096
     reactions: bool = True

@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)
     {"mcp", "agent", "tasks", "turns", "scheduler"},  # the machinery every mode shares
     {"gate", "front", "back", "single", "offline", "claude_code"},  # the intake and the chambers
+    {"console"},  # the owner's desk: commands that read and change everything below
     {"app"},  # wiring: reads Settings and builds everything
     {"doctor"},  # `bicameral doctor`: checks what the app would build (the models, the sandbox)
     {"cli"},  # the command line

@@ -188,6 +188,12 @@ def _opt_str(params: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
+def _scope_key(params: dict[str, Any]) -> str:
+    """A setMyCommands scope as canonical JSON; none given is the default scope."""
+    scope = _opt_json(params, "scope") or {"type": "default"}
+    return json.dumps(scope, sort_keys=True)
+
+
 def _opt_json(params: dict[str, Any], key: str) -> Any:
     """Read a param that holds a JSON object; forms carry it as a JSON string."""
     value = params.get(key)
@@ -532,7 +538,7 @@ class FakeTelegram:
         self._files: dict[str, _StoredFile] = {}
         self._files_by_path: dict[str, _StoredFile] = {}
         self._file_counter = 0
-        self._commands: list[dict[str, Any]] = []
+        self._commands: dict[str, list[dict[str, Any]]] = {}  # per scope, as its canonical JSON
 
         self._failures: dict[str, list[_Failure]] = {}
         self._reject_entities: dict[str, int] = {}
@@ -561,7 +567,7 @@ class FakeTelegram:
             "getFile": self._m_get_file,
             "getChatMember": self._m_get_chat_member,
             "setMyCommands": self._m_set_my_commands,
-            "getMyCommands": lambda p: copy.deepcopy(self._commands),
+            "getMyCommands": lambda p: self.commands_for(_scope_key(p)),
             "deleteMyCommands": self._m_delete_my_commands,
             "deleteWebhook": self._m_delete_webhook,
             "getWebhookInfo": self._m_get_webhook_info,
@@ -896,8 +902,10 @@ class FakeTelegram:
         caption: str | None = None,
         message_thread_id: int | None = None,
         entities: list[dict[str, Any]] | None = None,
+        forwarded_from: int | None = None,
     ) -> dict[str, Any]:
-        """Enqueue a `message` update from a user and return the message dict."""
+        """Enqueue a `message` update from a user and return the message dict; `forwarded_from` makes it a forward of
+        that user's message."""
         if text is None and photo is None and document is None:
             raise ValueError("user_sends needs text, photo or document")
         if user_id is None:
@@ -924,6 +932,9 @@ class FakeTelegram:
             if message_thread_id is not None:
                 message["message_thread_id"] = message_thread_id
                 message["is_topic_message"] = True
+            if forwarded_from is not None:
+                origin = {"id": forwarded_from, "is_bot": False, "first_name": "Someone"}
+                message["forward_origin"] = {"type": "user", "date": message["date"] - 60, "sender_user": origin}
             if reply_to_message_id is not None:
                 replied = self._messages.get((chat_id, reply_to_message_id))
                 if replied is None:
@@ -1154,9 +1165,14 @@ class FakeTelegram:
 
     @property
     def commands(self) -> list[dict[str, Any]]:
-        """The command list last set via setMyCommands."""
+        """The command list last set via setMyCommands for the default scope."""
+        return self.commands_for(_scope_key({}))
+
+    def commands_for(self, scope: dict[str, Any] | str) -> list[dict[str, Any]]:
+        """The command list set for a scope (`{"type": "chat", "chat_id": 42}`); Telegram falls back to the default."""
+        key = scope if isinstance(scope, str) else json.dumps(scope, sort_keys=True)
         with self._lock:
-            return copy.deepcopy(self._commands)
+            return copy.deepcopy(self._commands.get(key, self._commands.get(_scope_key({}), [])))
 
     @property
     def acked_offset(self) -> int:
@@ -1478,12 +1494,12 @@ class FakeTelegram:
             if not 1 <= len(str(command.get("description", ""))) <= 256:
                 raise _bad("BOT_COMMAND_DESCRIPTION_INVALID")
         with self._lock:
-            self._commands = commands
+            self._commands[_scope_key(params)] = commands
         return True
 
     def _m_delete_my_commands(self, params: dict[str, Any]) -> bool:
         with self._lock:
-            self._commands = []
+            self._commands.pop(_scope_key(params), None)
         return True
 
     def _m_delete_webhook(self, params: dict[str, Any]) -> bool:

@@ -98,7 +98,6 @@ def gate_config(settings: Settings) -> GateConfig:
 
 def lane_config(settings: Settings) -> LaneConfig:
     return LaneConfig(
-        bot_name=settings.bot_name,
         owner_id=settings.owner_id,
         debounce_ms=settings.debounce_ms,
         max_concurrent_turns=settings.max_concurrent_turns,

@@ -8,7 +8,7 @@ import gc
 import logging
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from bicameral.agent.subagent import SubAgentRunner, restricted_tools
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
+from bicameral.console.desk import Console
 from bicameral.delivery.outbox import Outbox
 from bicameral.delivery.router import ActionRouter
 from bicameral.errors import ConfigError
@@ -63,6 +64,7 @@ from bicameral.app.configs import (
     web_fetch_tool,
     web_search_tool,
 )
+from bicameral.app.console import owner_commands
 
 log = logging.getLogger(__name__)
 
@@ -159,19 +161,25 @@ class App:
             typing_in_groups=not two_chambers,
             stores=self.stores,
         )
+        self.console = Console(
+            (), owner_id=settings.owner_id, bot_name=settings.bot_name, forward=self.conversation.submit,
+            send=self.outbox.perform, messages=self.stores.messages, kv=self.stores.kv,
+        )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
+        self.console.add(owner_commands(self.console, stop=self.stop_with))
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
-            gate_config(settings), access, self.stores, self.router, self.conversation.submit, limiter,
-            clock=self._clock, send=self.outbox.perform,
+            replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
+            self.console.submit, limiter, clock=self._clock, send=self.outbox.perform,
         )
 
         await self.handler.start()
         for channel in self.channels:
             await channel.start(self.gate, self._channel_ended)
             log.info("channel %s ready", channel.name)
+            self._in_background(channel.show_commands(self.console.menu()))
         await self.outbox.start()  # first delivers what the previous process left unsent
-        await self.conversation.recover()
+        await self.conversation.recover(self.console.submit)
         self.scheduler = self._build_scheduler()
         await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,
@@ -271,12 +279,21 @@ class App:
         if owner is None or not self.channels or not hasattr(self, "outbox"):
             return
         notice = SendText(chat=chat_key(self.channels[0].name, owner), text=failure_sentence("disk_full"))
-        task = asyncio.create_task(self.outbox.perform(notice))
+        self._in_background(self.outbox.perform(notice))
+
+    def _in_background(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
         self._notices.add(task)
         task.add_done_callback(self._notices.discard)
 
     def request_stop(self) -> None:
         self._stop_requested.set()
+
+    def stop_with(self, exit_code: int) -> None:
+        """Stop cleanly and exit with this status (the owner's /kill)."""
+        log.warning("stopping at the owner's request (exit status %d)", exit_code)
+        self.exit_code = exit_code
+        self.request_stop()
 
     def fail(self, reason: str) -> None:
         """Stop with a failure status (a channel that cannot go on, an executor that gave up); exit 1."""
@@ -320,6 +337,8 @@ class App:
                 log.exception("channel %s did not stop cleanly", channel.name)
         if hasattr(self, "gate"):
             await self.gate.close()
+        if hasattr(self, "console"):
+            await self.console.close()
         if hasattr(self, "conversation"):
             await self.conversation.close()
         if hasattr(self, "handler"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from bicameral.events import Action, ActionResult, Capabilities, Inbound
+from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
 
 # A sink returns only after the batch is persisted: channels acknowledge the platform after it.
 InboundSink = Callable[[Sequence[Inbound]], Awaitable[None]]
@@ -34,3 +34,6 @@ class Channel(Protocol):
         Downloading at intake would fetch files from anyone who can message the bot, so a
         channel hands over `attachment_refs` and the gate calls this after its access check.
         """
+
+    async def show_commands(self, menu: CommandMenu) -> None:
+        """Show each person the commands they may use, where the platform has a menu; never raises."""

@@ -21,6 +21,7 @@ from bicameral.events import (
     Action,
     ActionResult,
     Capabilities,
+    CommandMenu,
     DeleteMessage,
     EditText,
     Inbound,
@@ -106,6 +107,9 @@ class TerminalChannel:
     async def fetch_attachments(self, inbound: Inbound) -> Inbound:
         """Typed lines carry no files."""
         return inbound
+
+    async def show_commands(self, menu: CommandMenu) -> None:
+        """A terminal has no menu: /help lists the commands."""
 
     async def _read(self, sink: InboundSink, on_end: OnEnd) -> None:
         loop = asyncio.get_running_loop()

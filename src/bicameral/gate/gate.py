@@ -54,6 +54,8 @@ class GateConfig:
     group_rate_limit_per_min: int
     refused_keep: int
     refused_digest_interval_seconds: float
+    # The owner's commands: from anyone else they are dropped unread (no reply, no record, no log of their text).
+    owner_commands: frozenset[str] = frozenset()
 
 
 class Gate:
@@ -134,6 +136,9 @@ class Gate:
         """Clean, check access and count against the rate limit: the cleaned message and the status to store
         it with, or None if it is refused."""
         inbound = self._clean(inbound)
+        if inbound.command in self._config.owner_commands and not is_owner(inbound, self._config.owner_id):
+            log.debug("dropped an owner command from someone else in %s", inbound.chat)
+            return None
         if not self._access.allows(inbound):
             self._refuse(inbound)
             return None

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,9 +42,8 @@ _NOTHING_OF_YOURS = "Nothing of yours is running. Only the owner or a group admi
 
 @dataclass(frozen=True)
 class LaneConfig:
-    """What the lanes are given: who the bot and its owner are, the debounce, the turn cap and the typing pace."""
+    """What the lanes are given: who the owner is, the debounce, the turn cap and the typing pace."""
 
-    bot_name: str
     owner_id: int | None
     debounce_ms: int
     max_concurrent_turns: int
@@ -112,9 +112,6 @@ class Conversation:
             await self._memory(inbound, command)
         elif command in ("reminders", "timezone") and self._stores is not None:
             await self._schedules(inbound, command)
-        elif command in ("start", "help"):
-            self._messages.mark_consumed([inbound.row_id])
-            await self._say(inbound, _greeting(self._config.bot_name))
         elif lane.busy and self._may_join(lane, inbound):
             lane.injected.append(inbound)
         elif lane.busy:
@@ -123,12 +120,13 @@ class Conversation:
             lane.pending.append(inbound)
             self._schedule(lane, self._config.debounce_ms / 1000)
 
-    async def recover(self) -> int:
-        """Replay inbound messages that were accepted but never answered (e.g. before a crash)."""
+    async def recover(self, submit: Callable[[Inbound], Awaitable[None]] | None = None) -> int:
+        """Replay inbound messages that were accepted but never answered (e.g. before a crash), through `submit`
+        (what the gate hands messages to) or straight to the lanes."""
         held = self._outbox.held_rows()  # answered already; the outbox still delivers the answer
         pending = [i for i in self._messages.pending_inbound() if i.row_id not in held]
         for inbound in pending:
-            await self.submit(inbound)
+            await (submit or self.submit)(inbound)
         if pending:
             log.info("recovered %d unanswered message(s)", len(pending))
         return len(pending)
@@ -350,12 +348,3 @@ class Conversation:
         reply = asyncio.create_task(self._outbox.perform(action), name=f"command-reply:{inbound.chat}")
         self._replies.add(reply)
         reply.add_done_callback(self._replies.discard)
-
-
-def _greeting(name: str) -> str:
-    return (
-        f"Hi, I'm {name}. Just write to me like you would to a person.\n\n"
-        "/stop stops what I'm doing · /reset starts our conversation fresh\n"
-        "/memory shows what I remember about you · /forget <id or words> deletes it\n"
-        "/reminders lists your reminders · /timezone <Area/City> sets your time zone"
-    )

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
-from telegram import Bot
+from telegram import Bot, BotCommand, BotCommandScopeChat, BotCommandScopeDefault
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
 from bicameral.backoff import Backoff
 from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.errors import ChannelStartError, ConfigError
-from bicameral.events import Action, ActionResult, Capabilities, Inbound
+from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
 from bicameral.imports import warm_in_background
 from bicameral.net import Proxies
 from bicameral.redaction import Redactor
@@ -162,6 +162,18 @@ class TelegramChannel:
     async def fetch_attachments(self, inbound: Inbound) -> Inbound:
         """Download the files of an admitted message; one that cannot be fetched becomes a marker in its text."""
         return await self._media.fetch_all(inbound)
+
+    async def show_commands(self, menu: CommandMenu) -> None:
+        """Telegram's command menu: everyone's commands by default, the owner's beside them in the owner's chats."""
+        everyone = [BotCommand(name, summary[:256]) for name, summary in menu.everyone]
+        try:
+            await self._bot.set_my_commands(everyone, scope=BotCommandScopeDefault())
+            if menu.owner_id is not None:
+                owner = everyone + [BotCommand(name, summary[:256]) for name, summary in menu.owner]
+                await self._bot.set_my_commands(owner, scope=BotCommandScopeChat(menu.owner_id))
+        except TelegramError as exc:
+            # The menu only hides commands; the owner check is what guards them.
+            log.warning("telegram: could not set the command menu: %s", self._explain(exc))
 
     # --- receiving ---
 

@@ -55,6 +55,7 @@ def translate(update: object, bot: BotIdentity, bot_name: str) -> Inbound | None
         addressed=is_addressed(message, bot, bot_name),
         update_id=parsed.update_id,
         media_group_id=message.media_group_id,
+        flags=_origin_flags(message),
     )
 
 
@@ -156,6 +157,12 @@ def _is_topic_root(message: Message) -> bool:
         and reply.message_id == message.message_thread_id
         and reply.forum_topic_created
     )
+
+
+def _origin_flags(message: Message) -> tuple[str, ...]:
+    """Words the sender did not type just now: forwarded from someone, or a file's caption."""
+    flags = ("forwarded",) if message.forwarded else ()
+    return flags + (("caption",) if not message.text and message.caption else ())
 
 
 def _thread_id(message: Message) -> str | None:

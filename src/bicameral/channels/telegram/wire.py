@@ -80,6 +80,7 @@ class Message:
     is_topic_message: bool = False
     forum_topic_created: bool = False  # only whether the field is there: its content does not matter here
     edit_date: int | None = None
+    forwarded: bool = False  # `forward_origin` (or the older `forward_date`) is there: someone else's words
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +126,7 @@ def _message(data: JSONObject, where: str) -> Message:
         message_thread_id=_optional(data, "message_thread_id", int, where),
         is_topic_message=_optional(data, "is_topic_message", bool, where) or False,
         forum_topic_created=_optional(data, "forum_topic_created", dict, where) is not None,
+        forwarded=data.get("forward_origin") is not None or data.get("forward_date") is not None,
         edit_date=_optional(data, "edit_date", int, where),
     )
 
