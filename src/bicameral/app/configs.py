@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from bicameral.app.console import ReportConfig
 from bicameral.back.executor import BackConfig
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
@@ -51,12 +52,17 @@ def configured_channels(settings: Settings) -> list[Channel]:
     return channels
 
 
-async def tools_for(settings: Settings) -> list[Tool[Any]]:
-    """Every tool, with `run` on the configured bubblewrap, or without `run` where that cannot sandbox anything."""
+async def tools_for(settings: Settings, left_out: list[str] | None = None) -> list[Tool[Any]]:
+    """Every tool, with `run` on the configured bubblewrap, or without `run` where that cannot sandbox anything.
+
+    Each tool left out is added to `left_out` with why (the owner's /audit shows them).
+    """
     run = RunCommand(run_sandbox(settings))
     tools = [tool for tool in discover_tools() if tool.name != run.name]
     if why := await run.why_off():
         log.warning("the run tool is off: %s", why)
+        if left_out is not None:
+            left_out.append(f"the run tool is off: {why}")
         return tools
     return [*tools, run]
 
@@ -240,6 +246,23 @@ def telegram_config(settings: Settings) -> TelegramConfig:
         data_dir=settings.data_dir,
         attachments_dir=settings.attachments_dir,
         typing_interval_seconds=settings.typing_interval_seconds,
+    )
+
+
+def report_config(settings: Settings, mode: str) -> ReportConfig:
+    """What /health, /audit and /logs are told: where the data and the log are, which models run, unread plugins."""
+    parts = [("front", settings.front_model)] if mode == "bicameral" else []
+    parts.append(("back", settings.back_model))
+    models: dict[str, list[str]] = {}
+    for part, ref in parts:
+        models.setdefault(ref, []).append(part)
+    plugins = settings.resolved_plugins_path
+    unread = plugins.name if settings.back.provider != "claude-code" and plugins.exists() else None
+    return ReportConfig(
+        data_dir=settings.data_dir,
+        log_file=settings.logs_dir / "bicameral.log",
+        models={ref: ", ".join(names) for ref, names in models.items()},
+        unread_plugins=unread,
     )
 
 

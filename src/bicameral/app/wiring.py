@@ -59,12 +59,13 @@ from bicameral.app.configs import (
     lane_config,
     model_config,
     offline_config,
+    report_config,
     single_config,
     tools_for,
     web_fetch_tool,
     web_search_tool,
 )
-from bicameral.app.console import owner_commands
+from bicameral.app.console import owner_commands, reports
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ class App:
     async def start(self) -> None:
         """Open the stores, build the chamber, start it and every channel, then replay pending messages."""
         settings = self.settings
+        started_at = self._clock()  # /health's uptime counts from here
         self.stores = _open_stores(settings)
         self._started = True
         loop = asyncio.get_running_loop()
@@ -144,8 +146,9 @@ class App:
         web: list[Tool[Any]] = [web_fetch_tool(settings), web_search_tool(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
         no_sub_agent = ("sub_agent",) if settings.back.provider == "claude-code" else ()
+        left_out: list[str] = []  # tools that could not be offered, and why: /audit shows them
         self.registry = ToolRegistry(
-            [*await tools_for(settings), *web, SubAgent(self._delegate), *self._extra_tools],
+            [*await tools_for(settings, left_out), *web, SubAgent(self._delegate), *self._extra_tools],
             audit=self.stores.tool_calls,
             disabled=no_sub_agent,
             timeout=settings.tool_timeout_seconds,
@@ -166,7 +169,9 @@ class App:
             send=self.outbox.perform, messages=self.stores.messages, kv=self.stores.kv,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
-        self.console.add(owner_commands(self.console, stop=self.stop_with))
+        shown = reports(report_config(settings, self.mode), self.stores, self.tasks, paused=lambda: self.console.paused,
+                        started_at=started_at, clock=self._clock, left_out=left_out)
+        self.console.add(owner_commands(self.console, stop=self.stop_with, reports=shown))
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,

@@ -131,6 +131,24 @@ class MessageStore:
         )
         return row[0] if row else None
 
+    def last_inbound_before(self, row_id: int | None) -> float | None:
+        """When the newest inbound message before row `row_id` came in (None: none); all of them if `row_id` is None."""
+        row = self._db.query_one(
+            "SELECT created_at FROM messages WHERE direction = 'in' AND id < ? ORDER BY id DESC LIMIT 1",
+            (row_id if row_id is not None else 2**63 - 1,),
+        )
+        return float(row[0]) if row else None
+
+    def last_sent_at(self) -> float | None:
+        """When we last sent a message (a notice included) to any chat."""
+        row = self._db.query_one("SELECT created_at FROM messages WHERE direction = 'out' ORDER BY id DESC LIMIT 1")
+        return float(row[0]) if row else None
+
+    def pending_count(self) -> int:
+        """Inbound messages accepted and not yet answered (waiting for a turn, or held while paused)."""
+        row = self._db.query_one(f"SELECT COUNT(*) FROM messages WHERE status = '{PENDING}' AND direction = 'in'")
+        return int(row[0]) if row else 0
+
     def recent_since(self, chat: str, since: float, limit: int) -> list[dict[str, Any]]:
         """The last `limit` messages of a chat (both directions) newer than `since`, oldest first."""
         rows = self._db.query(

@@ -80,6 +80,11 @@ class OutboxStore:
         rows = self._db.query(f"SELECT {_COLUMNS} FROM outbox WHERE {_IS_PENDING} ORDER BY id")
         return [_entry(row) for row in rows]
 
+    def waiting(self) -> tuple[int, float | None]:
+        """How many entries are not yet delivered, and when the oldest of them was recorded."""
+        row = self._db.query_one(f"SELECT COUNT(*), MIN(created_at) FROM outbox WHERE {_IS_PENDING}")
+        return (int(row[0]), row[1]) if row else (0, None)
+
     def heads(self) -> list[OutboxEntry]:
         """Each chat's oldest unsent message: all the dispatcher needs, however long the queues behind them."""
         rows = self._db.query(

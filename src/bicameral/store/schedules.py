@@ -215,6 +215,15 @@ class ScheduleStore:
         )
         return [_schedule(r) for r in rows]
 
+    def due_by(self, until: float) -> dict[str, tuple[int, float]]:
+        """Per kind ("text": reminders, "task"), how many active schedules are due by `until` and the first time."""
+        rows = self._db.query(
+            """SELECT kind, COUNT(*), MIN(next_due) FROM schedules
+               WHERE state = 'active' AND next_due <= ? AND kind != 'followup' GROUP BY kind""",
+            (until,),
+        )
+        return {row[0]: (int(row[1]), float(row[2])) for row in rows}
+
     def keep_protected(
         self, key: str, *, chat: str, creator: str, body: str, tz: str, cron: str, next_due: float, now: float
     ) -> Schedule:

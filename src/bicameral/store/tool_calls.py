@@ -55,3 +55,13 @@ class ToolCallStore:
         else:
             rows = self._db.query("SELECT * FROM tool_calls WHERE chat = ? ORDER BY id DESC LIMIT ?", (chat, limit))
         return [dict(row) for row in rows]
+
+    def recent_failures(self, limit: int = 10, *, among: int = 10_000) -> list[dict[str, Any]]:
+        """The newest failed calls (an error result), newest first, looked for among the last `among` calls only."""
+        rows = self._db.query(
+            """SELECT id, chat, name, error, duration_ms, created_at FROM tool_calls
+               WHERE error IS NOT NULL AND id > (SELECT COALESCE(MAX(id), 0) FROM tool_calls) - ?
+               ORDER BY id DESC LIMIT ?""",
+            (among, limit),
+        )
+        return [dict(row) for row in rows]

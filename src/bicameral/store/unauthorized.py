@@ -22,6 +22,19 @@ class RefusedChat:
     new: int
 
 
+@dataclass(frozen=True)
+class RefusedSender:
+    """A chat the gate refused: who wrote last, how often it was refused in all, and when."""
+
+    chat: str
+    sender_id: str | None
+    sender_name: str | None
+    title: str | None
+    count: int
+    first_at: float
+    last_at: float
+
+
 class UnauthorizedStore:
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self._db = db
@@ -80,6 +93,20 @@ class UnauthorizedStore:
                 (_DIGEST_KEY, repr(now)),
             )
             return [RefusedChat(r["chat"], r["sender_id"], r["sender_name"], r["title"], int(r["new"])) for r in rows]
+
+    def refused_lately(self, limit: int = 10) -> tuple[list[RefusedSender], int]:
+        """The chats refused most recently (newest first, at most `limit`), and how many chats were ever refused."""
+        rows = self._db.query(
+            """SELECT chat, sender_id, sender_name, title, count, first_at, last_at FROM refused_chats
+               ORDER BY last_at DESC LIMIT ?""",
+            (limit,),
+        )
+        total = self._db.query_one("SELECT COUNT(*) FROM refused_chats")
+        found = [
+            RefusedSender(r["chat"], r["sender_id"], r["sender_name"], r["title"], int(r["count"]), r["first_at"], r["last_at"])
+            for r in rows
+        ]
+        return found, int(total[0]) if total else 0
 
     def count(self, chat: str | None = None) -> int:
         if chat is None:

@@ -80,6 +80,11 @@ class TaskStore:
         rows = self._db.query(f"SELECT * FROM tasks WHERE state IN {_OPEN} ORDER BY created_at")
         return [_task(row) for row in rows]
 
+    def open_counts(self) -> dict[str, int]:
+        """How many tasks are in each open state (pending, running, paused), across chats."""
+        rows = self._db.query(f"SELECT state, COUNT(*) FROM tasks WHERE state IN {_OPEN} GROUP BY state")
+        return {state: 0 for state in _OPEN} | {row[0]: int(row[1]) for row in rows}
+
     def undelivered(self, chat: str) -> list[Task]:
         rows = self._db.query(
             """SELECT * FROM tasks WHERE chat = ? AND state IN ('completed', 'failed')
