@@ -97,6 +97,8 @@ class Settings(BaseSettings):
     model_timeout_seconds: float = Field(default=120.0, gt=0)
     local_model_path: Path | None = None
     local_context_tokens: int = Field(default=4096, ge=512)
+    # The owner's prices (USD per million tokens) for /cost, over the built-in list prices.
+    prices_path: Path | None = None
 
     # --- conversation engine ---
     debounce_ms: int = Field(default=1500, ge=0)
@@ -301,6 +303,10 @@ class Settings(BaseSettings):
     @property
     def resolved_plugins_path(self) -> Path:
         return self.plugins_path or self.data_dir / "plugins.json"
+
+    @property
+    def resolved_prices_path(self) -> Path:
+        return self.prices_path or self.data_dir / "prices.json"
 
     @property
     def back(self) -> ModelRef:

