@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bicameral.console.access import access_commands
 from bicameral.console.audit import AuditSources, audit_command
 from bicameral.console.control import control_commands
 from bicameral.console.desk import Console, OwnerCommand
@@ -13,6 +14,8 @@ from bicameral.console.health import HealthSources, health_command
 from bicameral.console.logs import LogSource, logs_command
 from bicameral.console.model_choice import ModelSetup, model_command
 from bicameral.console.usage import UsageSources, usage_commands
+from bicameral.gate.access import AccessPolicy
+from bicameral.gate.pairing import Pairing
 from bicameral.store import Stores
 from bicameral.tasks.store import TaskStore
 from bicameral.types import Clock
@@ -64,10 +67,17 @@ def reports(
     )
 
 
-def owner_commands(console: Console, *, stop: Callable[[int], None], reports: Reports) -> list[OwnerCommand]:
+def owner_commands(
+    console: Console,
+    *,
+    stop: Callable[[int], None],
+    access: AccessPolicy,
+    pairing: Pairing,
+    reports: Reports,
+) -> list[OwnerCommand]:
     """Every owner command, in the order /help lists them."""
     return [
-        *control_commands(console, stop),
+        *control_commands(console, stop), *access_commands(access, pairing),
         health_command(reports.health), audit_command(reports.audit), logs_command(reports.logs),
     ]
 

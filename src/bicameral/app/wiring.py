@@ -30,6 +30,7 @@ from bicameral.failures import failure_sentence
 from bicameral.front.chamber import FrontChamber
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
+from bicameral.gate.pairing import Pairing
 from bicameral.gate.ratelimit import RateLimiter
 from bicameral.models import build_model, unavailable
 from bicameral.models.base import Model
@@ -183,11 +184,12 @@ class App:
             send=self.outbox.perform, messages=self.stores.messages, kv=self.stores.kv,
         )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
+        pairing = Pairing(self.stores.pairing, access, owner_id=settings.owner_id, clock=self._clock)
         told = report_config(settings, self.mode)  # /health: each configured model's last outcome, from the meter
         shown = reports(told, self.stores, self.tasks, paused=lambda: self.console.paused, started_at=started_at,
                         clock=self._clock, left_out=left_out,
                         model_status=lambda: self.meter.outcomes.lines(self._clock(), list(told.models), ago))
-        self.console.add(owner_commands(self.console, stop=self.stop_with, reports=shown))
+        self.console.add(owner_commands(self.console, stop=self.stop_with, access=access, pairing=pairing, reports=shown))
         self.console.add(metering_commands(
             UsageSources(self._usage_totals, settings.resolved_prices_path, clock=self._clock, note=(
                 "The Claude Code CLI's own model calls are not counted here." if settings.back.provider == "claude-code"
@@ -198,7 +200,7 @@ class App:
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
-            self.console.submit, limiter, clock=self._clock, send=self.outbox.perform,
+            self.console.submit, limiter, clock=self._clock, send=self.outbox.perform, pairing=pairing,
         )
 
         await self.handler.start()

@@ -14,6 +14,7 @@ from bicameral.store.learnings import Learnings
 from bicameral.store.memory import Memory
 from bicameral.store.messages import MessageStore
 from bicameral.store.outbox import OutboxStore
+from bicameral.store.pairing import PairingStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.schedules import ScheduleStore
 from bicameral.store.sessions import SessionStore
@@ -37,6 +38,7 @@ class Stores:
     learnings: Learnings
     schedules: ScheduleStore
     usage: UsageStore
+    pairing: PairingStore
     redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
@@ -61,6 +63,7 @@ class Stores:
             learnings=Learnings(beside / "self" / "learnings.md"),
             schedules=ScheduleStore(db),
             usage=UsageStore(db),
+            pairing=PairingStore(db),
             redact=redact,
         )
 
