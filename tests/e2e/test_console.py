@@ -17,7 +17,8 @@ GROUP = -100777
 
 async def allowing(start_bot, **overrides):
     app = await start_bot(debounce_ms=0, **overrides)
-    app.gate.access.save(app.gate.access.config.model_copy(update={"policy": "allowlist", "allowed_users": [FRIEND], "allowed_chats": [GROUP]}))
+    opened = {"policy": "allowlist", "allowed_users": [FRIEND], "allowed_chats": [GROUP]}
+    app.gate.access.save(app.gate.access.config.model_copy(update=opened))
     return app
 
 
