@@ -235,3 +235,44 @@ async def test_a_chosen_model_that_cannot_be_built_fails_the_call_as_a_model_err
     with pytest.raises(ModelError) as failed:
         await complete(ChosenModel("front", Scripted(), choices, build), "", [], [], 10)
     assert failed.value.kind == "bad_request"
+
+
+async def test_a_tasks_model_calls_count_for_its_chat_however_it_was_started(tmp_path) -> None:
+    """The bus sets the task's chat in the task's own asyncio task: spawned anywhere, or resumed at start."""
+    from bicameral.store import Stores
+    from bicameral.tasks.bus import TaskBus
+    from bicameral.tasks.executor import Executor
+    from bicameral.tasks.store import TaskStore
+    from bicameral.tasks.task import TaskOutcome
+
+    class Seeing(Executor):
+        def __init__(self) -> None:
+            self.seen: list[str | None] = []
+            self.ran = asyncio.Event()
+
+        async def run(self, task, control):
+            self.seen.append(current_chat.get())
+            self.ran.set()
+            await asyncio.Event().wait()  # stays open: the next bus resumes it
+            return TaskOutcome(result="done")
+
+    async def nothing(task, event) -> None:
+        return None
+
+    stores = Stores.open(tmp_path / "db.sqlite")
+    first = Seeing()
+    bus = TaskBus(TaskStore(stores.db), first, on_event=nothing)
+    token = current_chat.set("telegram:elsewhere")
+    try:
+        await bus.spawn("telegram:1", "do it")
+    finally:
+        current_chat.reset(token)
+    await asyncio.wait_for(first.ran.wait(), 10)
+    await bus.close()
+    second = Seeing()
+    again = TaskBus(TaskStore(stores.db), second, on_event=nothing)
+    assert await again.resume_open() == 1
+    await asyncio.wait_for(second.ran.wait(), 10)
+    await again.close()
+    stores.close()
+    assert first.seen == second.seen == ["telegram:1"] and current_chat.get() is None
