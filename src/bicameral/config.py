@@ -139,6 +139,8 @@ class Settings(BaseSettings):
     tool_error_max_count: int = Field(default=3, ge=1)
     tool_error_window_seconds: float = Field(default=60.0, gt=0)
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
+    # How long `ask_user` waits for the person's answer before it goes on with "no answer".
+    ask_timeout_seconds: float = Field(default=600.0, gt=0)
     sandbox_bwrap: str = "bwrap"  # bubblewrap for the `run` tool; where it cannot run, `run` is not offered
     # The disk that holds the data: a chat's workspace may hold this much (a `run` growing it further is stopped),
     # and this much stays free for the database (no `run` starts or goes on below it; a file of this size is kept

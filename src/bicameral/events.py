@@ -9,7 +9,8 @@ from enum import IntEnum
 from typing import Literal
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
-InboundKind = Literal["message", "edit", "command", "synthetic"]
+# "press": someone pressed one of our inline buttons (`Inbound.press` says which); it is never a turn's words.
+InboundKind = Literal["message", "edit", "command", "synthetic", "press"]
 
 
 def chat_key(channel: str, native_id: object) -> str:
@@ -52,6 +53,14 @@ class AttachmentRef:
     name: str
     size: int = 0
     mime: str | None = None
+
+
+@dataclass(frozen=True)
+class Press:
+    """A press on an inline button: the platform's id for answering it and the button's opaque data (ours, or forged)."""
+
+    id: str
+    data: str
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,7 @@ class Inbound:
     attachment_refs: tuple[AttachmentRef, ...] = ()  # become `attachments` via Channel.fetch_attachments
     # The rights a synthetic message's words carry (a fired schedule: the least of its authors); None for a person's.
     authority: Authority | None = None
+    press: Press | None = None  # on kind "press": the button pressed on our message `message_id`
 
     @property
     def is_private(self) -> bool:
@@ -220,6 +230,9 @@ class SendText:
     # A text the channel splits into several messages: the ids of the first parts, delivered by an earlier attempt
     # that stopped part-way. The channel sends only the rest, and the result names every part.
     sent_parts: tuple[str, ...] = ()
+    # Inline buttons under the text, one per row: (label, data). The data comes back on a press, so it is short
+    # and opaque (Telegram allows 64 bytes), never user text. A channel without buttons lists the labels.
+    buttons: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,6 +256,15 @@ class React:
 
 
 @dataclass(frozen=True)
+class AnswerPress:
+    """Tell the presser their press arrived (it stops the client's spinner), with a short note or none."""
+
+    chat: str
+    press_id: str
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class Typing:
     chat: str
     thread_id: str | None = None
@@ -259,8 +281,8 @@ class SendFile:
     audience: tuple[str, ...] = ()  # as for SendText
 
 
-Action = SendText | EditText | DeleteMessage | React | Typing | SendFile
-COSMETIC_ACTIONS = (Typing, React)
+Action = SendText | EditText | DeleteMessage | React | Typing | SendFile | AnswerPress
+COSMETIC_ACTIONS = (Typing, React, AnswerPress)
 
 
 @dataclass(frozen=True)

@@ -539,6 +539,8 @@ class FakeTelegram:
         self._files_by_path: dict[str, _StoredFile] = {}
         self._file_counter = 0
         self._commands: dict[str, list[dict[str, Any]]] = {}  # per scope, as its canonical JSON
+        self._presses: dict[str, dict[str, Any]] = {}  # callback query id -> the callback_query sent
+        self._press_answers: dict[str, dict[str, Any]] = {}  # callback query id -> answerCallbackQuery's params
 
         self._failures: dict[str, list[_Failure]] = {}
         self._reject_entities: dict[str, int] = {}
@@ -575,7 +577,7 @@ class FakeTelegram:
             "setMyShortDescription": lambda p: True,
             "setMyName": lambda p: True,
             "setChatMenuButton": lambda p: True,
-            "answerCallbackQuery": lambda p: True,
+            "answerCallbackQuery": self._m_answer_callback_query,
             "close": lambda p: True,
             "logOut": lambda p: True,
         }.items():
@@ -983,6 +985,52 @@ class FakeTelegram:
             snapshot = copy.deepcopy(message)
         self._enqueue({"edited_message": copy.deepcopy(message)})
         return snapshot
+
+    def user_presses(
+        self,
+        chat_id: int,
+        message_id: int,
+        data: str,
+        *,
+        user_id: int | None = None,
+        first_name: str = "Alice",
+        username: str | None = None,
+    ) -> str:
+        """Enqueue a `callback_query` update: `user_id` pressed the inline button with `data` under message
+        `message_id` (any data: a forged press is one whose data no button carries). Returns the query's id."""
+        if user_id is None:
+            user_id = chat_id if chat_id > 0 else DEFAULT_GROUP_USER_ID
+        user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name, "language_code": "en"}
+        if username:
+            user["username"] = username
+        with self._lock:
+            message = self._live_message(chat_id, message_id)
+            if message is None:
+                # Telegram sends what it still knows of an old or deleted message: an InaccessibleMessage.
+                message = {"chat": dict(self._chat(chat_id)), "message_id": message_id, "date": 0}
+            query_id = str(secrets.randbits(62))
+            query = {
+                "id": query_id,
+                "from": user,
+                "message": copy.deepcopy(message),
+                "chat_instance": str(abs(chat_id) * 7919),
+                "data": data,
+            }
+            self._presses[query_id] = copy.deepcopy(query)
+        self._enqueue({"callback_query": query})
+        return query_id
+
+    def press_answers(self) -> dict[str, dict[str, Any]]:
+        """answerCallbackQuery's parameters by query id, for the presses answered so far."""
+        with self._lock:
+            return copy.deepcopy(self._press_answers)
+
+    def inline_buttons(self, chat_id: int, message_id: int) -> list[tuple[str, str]]:
+        """The (text, callback_data) of each inline button under a message, as it shows now."""
+        with self._lock:
+            message = self._live_message(chat_id, message_id) or {}
+            rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+            return [(b["text"], b.get("callback_data", "")) for row in rows for b in row]
 
     def push_raw_update(self, update: dict[str, Any]) -> int:
         """Enqueue any raw update dict (assigning update_id if missing) and return its update_id."""
@@ -1406,6 +1454,15 @@ class FakeTelegram:
                     "ts": time.monotonic(),
                 }
             )
+        return True
+
+    def _m_answer_callback_query(self, params: dict[str, Any]) -> bool:
+        query_id = _opt_str(params, "callback_query_id")
+        with self._lock:
+            # Like Telegram: a query we never sent, or one answered already, is refused.
+            if query_id not in self._presses or query_id in self._press_answers:
+                raise _bad("query is too old and response timeout expired or query ID is invalid")
+            self._press_answers[query_id] = dict(params)
         return True
 
     def _m_send_chat_action(self, params: dict[str, Any]) -> bool:

@@ -41,11 +41,13 @@ from bicameral.sandbox.artifacts import OUTGOING_DIR, discard, prune
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
 from bicameral.store import Stores
+from bicameral.store.questions import QuestionStore
 from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
 from bicameral.store.usage import UsageTotal
 from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
+from bicameral.tools.ask import AskUser, Questions
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry
 from bicameral.tools.subagent import SubAgent
@@ -157,13 +159,18 @@ class App:
         )
         _prune_outgoing(settings, self.stores, self.tasks, self._clock())
         _prune_sent(settings, self.stores, self._clock())  # after the files: their lookup reads these rows
+        # ask_user's questions: answers are taken out between the gate and the console.
+        self.questions = Questions(
+            QuestionStore(self.stores.db), self.stores.messages, self.outbox.perform,
+            timeout=settings.ask_timeout_seconds, clock=self._clock,
+        )
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
         web: list[Tool[Any]] = [web_fetch_tool(settings), web_search_tool(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
         no_sub_agent = ("sub_agent",) if settings.back.provider == "claude-code" else ()
         left_out: list[str] = []  # tools that could not be offered, and why: /audit shows them
         self.registry = ToolRegistry(
-            [*await tools_for(settings, left_out), *web, SubAgent(self._delegate), *self._extra_tools],
+            [*await tools_for(settings, left_out), *web, SubAgent(self._delegate), AskUser(self.questions), *self._extra_tools],
             audit=self.stores.tool_calls,
             disabled=no_sub_agent,
             timeout=settings.tool_timeout_seconds,
@@ -200,7 +207,8 @@ class App:
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
-            self.console.submit, limiter, clock=self._clock, send=self.outbox.perform, pairing=pairing,
+            self.questions.sieve(self.console.submit), limiter, awaited=self.questions.awaits,
+            clock=self._clock, send=self.outbox.perform, pairing=pairing,
         )
 
         await self.handler.start()
@@ -209,7 +217,7 @@ class App:
             log.info("channel %s ready", channel.name)
             self._in_background(channel.show_commands(self.console.menu()))
         await self.outbox.start()  # first delivers what the previous process left unsent
-        await self.conversation.recover(self.console.submit)
+        await self.conversation.recover(self.questions.sieve(self.console.submit))
         self.scheduler = self._build_scheduler()
         await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,

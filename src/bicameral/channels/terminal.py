@@ -87,6 +87,9 @@ class TerminalChannel:
                     return ActionResult(ok=True, message_ids=(message_id,))
             # Not streamed, or the reply differs from what streamed (an error note, a cut): show it whole.
             self._console.print(f"[bold cyan]{self._bot_name} ›[/bold cyan]", Markdown(printable(action.text)))
+            # No buttons here: the choices are numbered, and typing a number (or the words) answers.
+            for number, (label, _) in enumerate(action.buttons, 1):
+                self._console.print(f"  {number}. {printable(label)}", markup=False, highlight=False)
             return ActionResult(ok=True, message_ids=(message_id,))
         # Every value below can come from a model's tool call: printed as text, never read as markup.
         if isinstance(action, EditText):

@@ -73,6 +73,8 @@ class Gate:
         clock: Clock = time.time,
         *,
         send: Perform | None = None,
+        # Whether a message answers a question we asked its sender (`tools/ask.py`): in a group it needs no mention.
+        awaited: Callable[[Inbound], bool] | None = None,
         pairing: Pairing | None = None,
     ) -> None:
         self._config = config
@@ -85,6 +87,7 @@ class Gate:
         self._send = send or router.perform
         self._ratelimiter = ratelimiter
         self._clock = clock
+        self._awaited = awaited
         # A stranger's one-time code from the owner's /pair lets them in instead of being refused.
         self._pairing = pairing
         self._notices: set[asyncio.Task[object]] = set()
@@ -153,7 +156,8 @@ class Gate:
             self._refuse(inbound)
             return None
         inbound = self._unquoted_notice(inbound)
-        status = PENDING if inbound.addressed else IGNORED
+        addressed = inbound.addressed or (self._awaited is not None and self._awaited(inbound))
+        status = PENDING if addressed else IGNORED
         if status == PENDING and not is_owner(inbound, self._config.owner_id) and self._ratelimiter:
             verdict, notice = self._rate_check(inbound)
             if verdict is not Verdict.ALLOW:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from bicameral.events import Attachment, AttachmentRef, Authority, Inbound, Quoted, Sender
+from bicameral.events import Attachment, AttachmentRef, Authority, Inbound, Press, Quoted, Sender
 from bicameral.redaction import scrub
 from bicameral.store.db import Database
 from bicameral.types import Clock
@@ -108,6 +108,14 @@ class MessageStore:
     def mark_consumed(self, row_ids: Iterable[int | None]) -> None:
         with self._db.tx() as conn:
             consume(conn, row_ids, self._clock())
+
+    def rewrite(self, row_id: int | None, inbound: Inbound) -> None:
+        """A stored inbound's kind, text and payload replaced (a button press becomes the answer it gave)."""
+        with self._db.tx() as conn:
+            conn.execute(
+                "UPDATE messages SET kind = ?, text = ?, payload = ? WHERE id = ? AND direction = 'in'",
+                (inbound.kind, inbound.text, inbound_to_json(inbound), row_id),
+            )
 
     def pending_inbound(self) -> list[Inbound]:
         """Inbound messages accepted but never answered, oldest first."""
@@ -229,6 +237,7 @@ def inbound_from_json(payload: str, row_id: int | None = None) -> Inbound:
     data["attachments"] = tuple(Attachment(**a) for a in data.get("attachments") or ())
     data["attachment_refs"] = tuple(AttachmentRef(**a) for a in data.get("attachment_refs") or ())
     data["flags"] = tuple(data.get("flags") or ())
+    data["press"] = Press(**data["press"]) if data.get("press") else None
     authority = data.get("authority")
     data["authority"] = Authority.of(authority["role"], authority["people"]) if authority else None
     data["row_id"] = row_id

@@ -188,7 +188,7 @@ _TUPLES = ("audience", "sent_parts")  # the fields JSON gives back as lists
 
 
 def action_to_json(action: Queued) -> str:
-    # Every field is a str, None or a tuple of str: the fields as they are, without asdict's deep copy.
+    # Every field is a str, None or a tuple of str (buttons: of pairs): the fields as they are, without asdict's deep copy.
     return json.dumps({"type": type(action).__name__, **vars(action)}, ensure_ascii=False)
 
 
@@ -198,4 +198,6 @@ def action_from_json(payload: str) -> Queued:
     for name in _TUPLES:
         if name in data:
             data[name] = tuple(data[name] or ())
+    if "buttons" in data:
+        data["buttons"] = tuple((label, value) for label, value in data["buttons"] or ())
     return kind(**data)

@@ -78,6 +78,8 @@ class Tool(Generic[ArgsT]):
     # Offered to and run for the owner's turns only (the registry enforces it). Declare it on the class to
     # override the default; a subclass that does not declare it gets the default from its own flags.
     owner_only: ClassVar[bool] = False
+    # Waits for a person (ask_user): it keeps its own deadline, and the registry's tool timeout does not cut it short.
+    waits_for_people: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

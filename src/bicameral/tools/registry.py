@@ -141,7 +141,7 @@ class ToolRegistry:
         except ValidationError as exc:
             return ToolResult.error(f"invalid arguments for {name}: {_brief(exc)}")
         try:
-            return await asyncio.wait_for(tool.run(args, ctx), timeout=self._timeout)
+            return await asyncio.wait_for(tool.run(args, ctx), timeout=None if tool.waits_for_people else self._timeout)
         except TimeoutError:
             return ToolResult.error(f"{name} timed out after {self._timeout:.0f}s")
         except asyncio.CancelledError:

@@ -22,6 +22,7 @@ from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, Re
 from bicameral.events import (
     Action,
     ActionResult,
+    AnswerPress,
     DeleteMessage,
     EditText,
     React,
@@ -42,6 +43,7 @@ T = TypeVar("T")
 _TextCall = Callable[[str, ParseMode | None], Awaitable[T]]
 
 MAX_TEXT = 4096
+ANSWERED_KEPT = 1000
 # Bot API calls in flight at once: a burst of hundreds of replies queues here, in order, rather than
 # opening a connection to Telegram for each.
 IN_FLIGHT = 16
@@ -70,12 +72,13 @@ class ActionPerformer:
         self._clock = clock
         self._slots = asyncio.Semaphore(IN_FLIGHT)
         self._typing_shown: dict[int, dict[int | None, float]] = {}  # chat -> thread -> when typing was sent
+        self.answered_presses: set[str] = set()  # presses answered (the channel answers the rest of a batch)
 
     async def perform(self, action: Action) -> ActionResult:
         """Carry out `action`, reporting any Telegram, network or input problem in the result."""
         try:
             chat_id = telegram_chat_id(action.chat)
-            if not isinstance(action, Typing | React):
+            if not isinstance(action, Typing | React | AnswerPress):
                 self._typing_ended(chat_id)
             if isinstance(action, SendText):
                 return await self._send_text(chat_id, action)
@@ -89,6 +92,8 @@ class ActionPerformer:
                 return await self._typing(chat_id, action)
             if isinstance(action, SendFile):
                 return await self._send_file(chat_id, action)
+            if isinstance(action, AnswerPress):
+                return await self._answer_press(action)
             return ActionResult.failed(f"telegram cannot perform {type(action).__name__}")
         except TelegramError as exc:
             return ActionResult(ok=False, error=self.describe(exc, action), retry_after=retry_after(exc))
@@ -128,10 +133,16 @@ class ActionPerformer:
         sent: list[str] = list(action.sent_parts)
         from .split import split_for_telegram  # markdown-it: warmed in the background at start
 
-        for index, chunk in enumerate(split_for_telegram(action.text, limit=MAX_TEXT)):
+        chunks = split_for_telegram(action.text, limit=MAX_TEXT)
+        for index, chunk in enumerate(chunks):
             if index < len(action.sent_parts):
                 continue
-            def send_chunk(reply: dict[str, Any] | None, chunk: str = chunk) -> Awaitable[int]:
+            # Buttons go under the last part, where the question ends.
+            markup = inline_keyboard(action.buttons) if index == len(chunks) - 1 else None
+
+            def send_chunk(
+                reply: dict[str, Any] | None, chunk: str = chunk, markup: dict[str, Any] | None = markup
+            ) -> Awaitable[int]:
                 def send(text: str, mode: ParseMode | None) -> Awaitable[int]:
                     params = {
                         "chat_id": chat_id,
@@ -139,6 +150,7 @@ class ActionPerformer:
                         "parse_mode": mode,
                         "reply_parameters": reply,
                         "message_thread_id": thread,
+                        "reply_markup": markup,
                     }
                     return api.send(self._bot, "sendMessage", params)
 
@@ -207,6 +219,16 @@ class ActionPerformer:
         except BaseException:
             self._typing_shown.get(chat_id, {}).pop(thread, None)
             raise
+        return ActionResult(ok=True)
+
+    async def _answer_press(self, action: AnswerPress) -> ActionResult:
+        """answerCallbackQuery: stops the client's spinner, with the note as a small toast."""
+        self.answered_presses.add(action.press_id)
+        if len(self.answered_presses) > ANSWERED_KEPT:
+            self.answered_presses.clear()  # only a batch in flight ever asks; old ids are never looked up
+            self.answered_presses.add(action.press_id)
+        params = {"callback_query_id": action.press_id, "text": action.text[:200] or None}
+        await self._call(lambda: api.call(self._bot, "answerCallbackQuery", params))
         return ActionResult(ok=True)
 
     def _typing_ended(self, chat_id: int) -> None:
@@ -357,3 +379,10 @@ def _required_int(value: str, what: str) -> int:
 
 def _optional_int(value: str | None, what: str) -> int | None:
     return None if value is None or value == "" else _required_int(value, what)
+
+
+def inline_keyboard(buttons: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
+    """An InlineKeyboardMarkup with one button per row, or None for no buttons."""
+    if not buttons:
+        return None
+    return {"inline_keyboard": [[{"text": label, "callback_data": data}] for label, data in buttons]}

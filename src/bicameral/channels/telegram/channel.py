@@ -32,7 +32,7 @@ from .updates import BotIdentity, translate
 
 log = logging.getLogger(__name__)
 
-ALLOWED_UPDATES = ["message", "edited_message"]
+ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
 # A server that answers getUpdates at once (a proxy, a local Bot API server, a zero timeout) is asked
@@ -235,12 +235,27 @@ class TelegramChannel:
                 delay = backoff.next()
                 log.exception("telegram: inbound sink failed; retrying the same %d updates in %.0fs", len(batch), delay)
                 await self._sleep(delay)
+        await self._answer_presses(raw)
         ids = [u["update_id"] for u in raw if isinstance(u, dict) and type(u.get("update_id")) is int]
         if not ids:
             return False
         # The next getUpdates carries this offset, which is what acknowledges the batch.
         self._next_offset = max(ids) + 1
         return True
+
+    async def _answer_presses(self, raw: Sequence[Any]) -> None:
+        """Answer every press of the batch that the core left unanswered (refused, malformed, a duplicate): a press
+        Telegram never hears back about keeps spinning on the presser's screen."""
+        for item in raw:
+            query = item.get("callback_query") if isinstance(item, dict) else None
+            press_id = query.get("id") if isinstance(query, dict) else None
+            if not isinstance(press_id, str) or press_id in self._actions.answered_presses:
+                continue
+            self._actions.answered_presses.add(press_id)
+            try:
+                await self._bot.do_api_request("answercallbackquery", api_kwargs={"callback_query_id": press_id})
+            except Exception as exc:  # cosmetic: the spinner stops by itself after a while
+                log.info("telegram: could not answer a button press: %s", self._explain(exc))
 
     async def _translate_all(self, raw: Sequence[Any]) -> list[Inbound]:
         assert self._identity is not None  # start() sets it before polling begins

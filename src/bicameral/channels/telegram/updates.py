@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 
-from bicameral.events import AttachmentRef, ChatType, Inbound, InboundKind, Quoted, Sender, chat_key
+from bicameral.events import AttachmentRef, ChatType, Inbound, InboundKind, Press, Quoted, Sender, chat_key
 
-from .wire import Malformed, Message, Update, User, read_update
+from .wire import CallbackQuery, Malformed, Message, Update, User, read_update
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +30,11 @@ def translate(update: object, bot: BotIdentity, bot_name: str) -> Inbound | None
     parsed = parse_update(update)
     if parsed is None:
         return None
+    if parsed.callback_query is not None:
+        return _press(parsed.update_id, parsed.callback_query, now=time.time())
     message, kind = _message_of(parsed)
     if message is None:
-        _skip(parsed.update_id, "no message or edited_message")
+        _skip(parsed.update_id, "no message, edited_message or callback_query")
         return None
     refs = attachment_refs(message)
     text = message.text or message.caption or ""
@@ -56,6 +59,31 @@ def translate(update: object, bot: BotIdentity, bot_name: str) -> Inbound | None
         update_id=parsed.update_id,
         media_group_id=message.media_group_id,
         flags=_origin_flags(message),
+    )
+
+
+def _press(update_id: int, query: CallbackQuery, *, now: float) -> Inbound | None:
+    """A button press as an Inbound of kind "press": on which of our messages, by whom, with what data."""
+    message = query.message
+    if message is None or query.data is None:
+        # An inline-mode message or a game: nothing of ours. The channel still answers it.
+        _skip(update_id, "callback_query without a message or data")
+        return None
+    user = query.from_user
+    return Inbound(
+        channel=CHANNEL,
+        chat=chat_key(CHANNEL, message.chat.id),
+        message_id=str(message.message_id),
+        sender=Sender(id=str(user.id), name=_display_name(user), username=user.username, is_bot=user.is_bot),
+        text="",
+        ts=now,
+        kind="press",
+        chat_type=_chat_type(message.chat.type),
+        chat_title=message.chat.title,
+        thread_id=_thread_id(message),
+        addressed=True,
+        update_id=update_id,
+        press=Press(id=query.id, data=query.data),
     )
 
 

@@ -84,10 +84,21 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class CallbackQuery:
+    """A press on an inline button: who pressed, on which of our messages (absent when too old), with what data."""
+
+    id: str
+    from_user: User
+    message: Message | None = None
+    data: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Update:
     update_id: int
     message: Message | None = None
     edited_message: Message | None = None
+    callback_query: CallbackQuery | None = None
 
 
 def read_update(raw: object) -> Update:
@@ -97,6 +108,7 @@ def read_update(raw: object) -> Update:
         update_id=_required(data, "update_id", int, "update"),
         message=_nested(data, "message", _message, "update"),
         edited_message=_nested(data, "edited_message", _message, "update"),
+        callback_query=_nested(data, "callback_query", _callback_query, "update"),
     )
 
 
@@ -128,6 +140,16 @@ def _message(data: JSONObject, where: str) -> Message:
         forum_topic_created=_optional(data, "forum_topic_created", dict, where) is not None,
         forwarded=data.get("forward_origin") is not None or data.get("forward_date") is not None,
         edit_date=_optional(data, "edit_date", int, where),
+    )
+
+
+def _callback_query(data: JSONObject, where: str) -> CallbackQuery:
+    return CallbackQuery(
+        id=_required_string(data, "id", where),
+        from_user=_user(_required(data, "from", dict, where), f"{where}.from"),
+        # An old message Telegram no longer shows the bot comes as an InaccessibleMessage: chat, id and a zero date.
+        message=_nested(data, "message", _message, where),
+        data=_string(data, "data", where),
     )
 
 
