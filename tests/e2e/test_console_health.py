@@ -68,7 +68,8 @@ async def test_health_shows_uptime_queues_and_the_reminder_due_within_the_hour(t
     assert "Last message in: just now" in health or "s ago (" in health.split("Last message in:")[1].split("\n")[0]
     assert "Last message sent: never" not in health  # the answer to /pause went out
     assert "Breakers: none open" in health
-    assert "openai:back (back): no call recorded yet" in health
+    models_said = health.split("Models:")[1].split("Memory:")[0]
+    assert "openai:back" in models_said and "openai:front" not in models_said  # single mode calls the back model only
     assert "resident" in health and "free of" in health and "data dir" in health
     assert models.requests == []
 
@@ -80,6 +81,21 @@ async def test_health_counts_the_time_since_the_start(telegram, models, start_bo
     assert "Last message in: never" in health  # the /health itself does not count
     assert "Last message sent: never" in health
     assert "Paused: no" in health
+
+
+async def test_health_names_each_models_last_answer_and_error(telegram, models, start_bot):
+    models.script(Reply(text="Hello!"), Reply(error_status=401, error_message="invalid x-api-key"))
+    await start_bot(debounce_ms=0)
+    telegram.user_sends(OWNER, "hi")
+    await telegram.await_sent(OWNER, 1, timeout=20)
+    health = await ask(telegram, "/health", "Health at")
+    assert "openai:back: 1 call, last answered just now (" in health or "openai:back: 1 call, last answered 1 s ago" in health
+    assert "; no errors" in health
+    telegram.user_sends(OWNER, "hi again")
+    await telegram.await_sent(OWNER, 3, timeout=20)  # the failure sentence
+    health = await ask(telegram, "/health", "Health at")
+    assert "openai:back: 2 calls, last answered " in health and "; last error " in health and "(auth)" in health
+    assert len(models.requests) == 2  # the two answers; neither /health called a model
 
 
 class _Args(BaseModel):
