@@ -12,9 +12,11 @@ import bicameral
 
 SRC = Path(bicameral.__file__).parent
 
-# config.py defines Settings; the app builds every component from it (app/configs.py, and app/wiring.py where it
-# starts them); the command line loads it, and `doctor` (a command) checks it.
-MAY_READ_SETTINGS = {"config.py", "app/configs.py", "app/wiring.py", "cli.py", "doctor.py"}
+# config.py defines Settings; the app package builds every component from it (configs.py the values, wiring.py,
+# data.py, models.py and console.py the parts they start); the command line loads it, and `doctor` checks it.
+MAY_READ_SETTINGS = {
+    "config.py", "app/configs.py", "app/wiring.py", "app/data.py", "app/models.py", "app/console.py", "cli.py", "doctor.py"
+}
 
 
 def _package(path: Path) -> str:

@@ -75,7 +75,7 @@ async def test_a_failed_call_is_recorded_with_its_kind(telegram, models, start_b
     await telegram.await_sent(OWNER, 1)
     row = await eventually(lambda: app.stores.db.query_one("SELECT outcome, chat FROM model_usage"), "the usage row")
     assert tuple(row) == ("auth", OWNER_CHAT)
-    assert app.meter.outcomes.lines()[0].startswith("openai:back: 1 call, never answered; last error")
+    assert app.models.meter.outcomes.lines()[0].startswith("openai:back: 1 call, never answered; last error")
     assert "1 failed" in await ask(telegram, OWNER, "/usage")
 
 
@@ -192,5 +192,5 @@ async def test_nobody_else_gets_anything_from_usage_cost_or_model(telegram, mode
     assert texts(telegram, FRIEND) == ["model answered"]
     assert telegram.sent_messages(GROUP) == [] and telegram.sent_messages(OWNER) == []
     assert len(models.requests) == 1 and models.requests[0].model == "back"
-    assert app.stores.kv.get("console.models") is None and app.model_choices.chosen("back", FRIEND_CHAT) is None
+    assert app.stores.kv.get("console.models") is None and app.models.choices.chosen("back", FRIEND_CHAT) is None
     assert app.stores.db.query_one("SELECT COUNT(*) FROM model_usage")[0] == 1

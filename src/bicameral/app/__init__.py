@@ -18,7 +18,8 @@ from bicameral.app.configs import (
     web_fetch_tool,
     web_search_tool,
 )
-from bicameral.app.wiring import App, prepare_data_dir
+from bicameral.app.data import prepare_data_dir
+from bicameral.app.wiring import App
 
 __all__ = [
     "App",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bicameral.app.console import ReportConfig
 from bicameral.back.executor import BackConfig
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
@@ -247,6 +248,16 @@ def telegram_config(settings: Settings) -> TelegramConfig:
         attachments_dir=settings.attachments_dir,
         typing_interval_seconds=settings.typing_interval_seconds,
     )
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What the reports are told of the configuration (filled by `app/configs.py`'s `report_config`)."""
+
+    data_dir: Path
+    log_file: Path
+    models: dict[str, str]  # each model the running mode calls (`provider:model`) → the parts it plays
+    unread_plugins: str | None = None  # a plugins.json this mode does not read, by name
 
 
 def report_config(settings: Settings, mode: str) -> ReportConfig:

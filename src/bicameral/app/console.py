@@ -1,11 +1,12 @@
-"""The owner's commands, each given what it reads or changes."""
+"""The owner's console and its commands, each given what it reads or changes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
+from bicameral.config import Settings
 from bicameral.console.access import access_commands
 from bicameral.console.audit import AuditSources, audit_command
 from bicameral.console.control import control_commands
@@ -13,12 +14,18 @@ from bicameral.console.desk import Console, OwnerCommand
 from bicameral.console.health import HealthSources, health_command
 from bicameral.console.logs import LogSource, logs_command
 from bicameral.console.model_choice import ModelSetup, model_command
+from bicameral.console.times import ago
 from bicameral.console.usage import UsageSources, usage_commands
+from bicameral.events import Inbound
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.pairing import Pairing
+from bicameral.models import unavailable
 from bicameral.store import Stores
 from bicameral.tasks.store import TaskStore
-from bicameral.types import Clock
+from bicameral.types import Clock, Perform
+
+from .configs import ReportConfig, model_config, report_config
+from .models import AppModels
 
 
 @dataclass(frozen=True)
@@ -28,16 +35,6 @@ class Reports:
     health: HealthSources
     audit: AuditSources
     logs: LogSource
-
-
-@dataclass(frozen=True)
-class ReportConfig:
-    """What the reports are told of the configuration (filled by `app/configs.py`'s `report_config`)."""
-
-    data_dir: Path
-    log_file: Path
-    models: dict[str, str]  # each model the running mode calls (`provider:model`) → the parts it plays
-    unread_plugins: str | None = None  # a plugins.json this mode does not read, by name
 
 
 def reports(
@@ -85,3 +82,39 @@ def owner_commands(
 def metering_commands(usage: UsageSources, models: ModelSetup) -> list[OwnerCommand]:
     """/usage, /cost and /model: what the models used and cost, and which models run."""
     return [*usage_commands(usage), model_command(models)]
+
+
+def build_console(
+    settings: Settings,
+    mode: str,
+    stores: Stores,
+    tasks: TaskStore,
+    models: AppModels,
+    *,
+    forward: Callable[[Inbound], Awaitable[None]],
+    send: Perform,
+    access: AccessPolicy,
+    pairing: Pairing,
+    stop: Callable[[int], None],
+    started_at: float,
+    left_out: Sequence[str],
+    clock: Clock,
+) -> Console:
+    """The console with every owner command, handing everything else on to `forward`."""
+    console = Console(
+        (), owner_id=settings.owner_id, bot_name=settings.bot_name, forward=forward, send=send, messages=stores.messages,
+        kv=stores.kv,
+    )
+    told = report_config(settings, mode)  # /health: each configured model's last outcome, from the meter
+    shown = reports(
+        told, stores, tasks, paused=lambda: console.paused, started_at=started_at, clock=clock, left_out=left_out,
+        model_status=lambda: models.meter.outcomes.lines(clock(), list(told.models), ago),
+    )
+    console.add(owner_commands(console, stop=stop, access=access, pairing=pairing, reports=shown))
+    cli_note = "The Claude Code CLI's own model calls are not counted here." if settings.back.provider == "claude-code" else None
+    console.add(metering_commands(
+        UsageSources(models.usage_totals, settings.resolved_prices_path, clock=clock, note=cli_note),
+        ModelSetup(models.choices, mode, settings.front_model, settings.back_model,
+                   functools.partial(unavailable, config=model_config(settings))),
+    ))
+    return console

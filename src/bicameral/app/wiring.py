@@ -6,25 +6,35 @@ import asyncio
 import functools
 import gc
 import logging
-import tempfile
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.subagent import SubAgentRunner, restricted_tools
+from bicameral.app.configs import (
+    back_config,
+    claude_code_chamber_config,
+    claude_code_config,
+    front_config,
+    gate_config,
+    lane_config,
+    offline_config,
+    single_config,
+    tools_for,
+    web_fetch_tool,
+    web_search_tool,
+)
+from bicameral.app.console import build_console
+from bicameral.app.data import open_stores, prune_outgoing, prune_sent
+from bicameral.app.models import AppModels
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
-from bicameral.console.desk import Console
-from bicameral.console.model_choice import ModelSetup
-from bicameral.console.times import ago
-from bicameral.console.usage import UsageSources
 from bicameral.delivery.outbox import Outbox
 from bicameral.delivery.router import ActionRouter
-from bicameral.errors import ConfigError
 from bicameral.events import SendText, chat_key
 from bicameral.failures import failure_sentence
 from bicameral.front.chamber import FrontChamber
@@ -32,19 +42,13 @@ from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
 from bicameral.gate.pairing import Pairing
 from bicameral.gate.ratelimit import RateLimiter
-from bicameral.models import build_model, unavailable
 from bicameral.models.base import Model
-from bicameral.models.chosen import ChosenModel, ModelChoices
-from bicameral.models.metered import Meter, ModelCall
-from bicameral.redaction import Redactor
-from bicameral.sandbox.artifacts import OUTGOING_DIR, discard, prune
+from bicameral.sandbox.artifacts import discard
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
-from bicameral.store import Stores
 from bicameral.store.questions import QuestionStore
 from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
-from bicameral.store.usage import UsageTotal
 from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.ask import AskUser, Questions
@@ -55,34 +59,10 @@ from bicameral.turns.lanes import Conversation
 from bicameral.turns.turn import TurnHandler
 from bicameral.types import Clock
 
-if TYPE_CHECKING:
-
-    pass
-
-from bicameral.app.configs import (
-    back_config,
-    claude_code_chamber_config,
-    claude_code_config,
-    front_config,
-    gate_config,
-    lane_config,
-    model_config,
-    offline_config,
-    report_config,
-    single_config,
-    tools_for,
-    web_fetch_tool,
-    web_search_tool,
-)
-from bicameral.app.console import metering_commands, owner_commands, reports
-
 log = logging.getLogger(__name__)
 
 # Allocations between young-generation collections once running (Python's default: 700).
 YOUNG_COLLECTION_THRESHOLD = 10_000
-# The owner's choices of model (/model), as one JSON text in the kv table.
-MODEL_CHOICES_KEY = "console.models"
-
 
 
 class App:
@@ -106,7 +86,6 @@ class App:
         self.mode = settings.effective_mode
         self.exit_code = 0
         self._given_models = (back_model, front_model)
-        self._built_models: list[Model] = []
         self._extra_tools = tuple(extra_tools)
         self._clock = clock
         self._stop_requested = asyncio.Event()
@@ -133,13 +112,9 @@ class App:
         """Open the stores, build the chamber, start it and every channel, then replay pending messages."""
         settings = self.settings
         started_at = self._clock()  # /health's uptime counts from here
-        self.stores = _open_stores(settings)
+        self.stores = open_stores(settings)
         self._started = True
-        # Every model call is recorded (model_usage), and each goes to the model the owner chose (/model), if any.
-        self.meter = Meter(functools.partial(_store_usage, self.stores), clock=self._clock)
-        self.model_choices = ModelChoices(
-            self.stores.kv.get(MODEL_CHOICES_KEY), save=functools.partial(self.stores.kv.set, MODEL_CHOICES_KEY)
-        )
+        self.models = AppModels(settings, self.mode, self.stores, self._clock)
         loop = asyncio.get_running_loop()
         reserve = DiskReserve(settings.data_dir, settings.disk_reserve_mb << 20,
                               on_low=lambda free: loop.call_soon_threadsafe(self._disk_low))
@@ -157,8 +132,8 @@ class App:
             give_up_after=settings.send_give_up_seconds,
             release=functools.partial(discard, settings.data_dir),
         )
-        _prune_outgoing(settings, self.stores, self.tasks, self._clock())
-        _prune_sent(settings, self.stores, self._clock())  # after the files: their lookup reads these rows
+        prune_outgoing(settings, self.stores, self.tasks, self._clock())
+        prune_sent(settings, self.stores, self._clock())  # after the files: their lookup reads these rows
         # ask_user's questions: answers are taken out between the gate and the console.
         self.questions = Questions(
             QuestionStore(self.stores.db), self.stores.messages, self.outbox.perform,
@@ -186,24 +161,13 @@ class App:
             typing_in_groups=not two_chambers,
             stores=self.stores,
         )
-        self.console = Console(
-            (), owner_id=settings.owner_id, bot_name=settings.bot_name, forward=self.conversation.submit,
-            send=self.outbox.perform, messages=self.stores.messages, kv=self.stores.kv,
-        )
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         pairing = Pairing(self.stores.pairing, access, owner_id=settings.owner_id, clock=self._clock)
-        told = report_config(settings, self.mode)  # /health: each configured model's last outcome, from the meter
-        shown = reports(told, self.stores, self.tasks, paused=lambda: self.console.paused, started_at=started_at,
-                        clock=self._clock, left_out=left_out,
-                        model_status=lambda: self.meter.outcomes.lines(self._clock(), list(told.models), ago))
-        self.console.add(owner_commands(self.console, stop=self.stop_with, access=access, pairing=pairing, reports=shown))
-        self.console.add(metering_commands(
-            UsageSources(self._usage_totals, settings.resolved_prices_path, clock=self._clock, note=(
-                "The Claude Code CLI's own model calls are not counted here." if settings.back.provider == "claude-code"
-                else None)),
-            ModelSetup(self.model_choices, self.mode, settings.front_model, settings.back_model,
-                       functools.partial(unavailable, config=model_config(settings))),
-        ))
+        self.console = build_console(
+            settings, self.mode, self.stores, self.tasks, self.models, forward=self.conversation.submit,
+            send=self.outbox.perform, access=access, pairing=pairing, stop=self.stop_with, started_at=started_at,
+            left_out=left_out, clock=self._clock,
+        )
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
@@ -249,7 +213,7 @@ class App:
 
             executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry)
         else:
-            back_model = self._model(self._given_models[0], settings.back_model, "back")
+            back_model = self.models.for_role(self._given_models[0], settings.back_model, "back")
             sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))
             self._sub_agent = SubAgentRunner(replace(sub_agent_loop, max_iterations=settings.sub_agent_max_iterations))
             if self.mode == "single":
@@ -262,7 +226,7 @@ class App:
                 return OfflineChamber(single, self.registry, self.stores, offline_config(settings), clock=self._clock)
             back_tools = self.registry.subset(exclude_messaging=True)
             executor = NativeExecutor(back_config(settings), self.stores, self._runner(back_model, back_tools))
-        front_model = self._model(self._given_models[1], settings.front_model, "front")
+        front_model = self.models.for_role(self._given_models[1], settings.front_model, "front")
         return FrontChamber(front_config(settings), self.stores, self.tasks, front_model, executor, self.outbox)
 
     def _build_scheduler(self) -> Scheduler:
@@ -285,25 +249,6 @@ class App:
             followup_stale_after_seconds=settings.away_after_seconds,
         )
         return Scheduler(self.stores.schedules, delivery, clock=self._clock)
-
-    def _model(self, given: Model | None, ref: str, role: str) -> Model:
-        """The model of `role` (front or back): the one passed in, or one built from the settings (and then closed
-        by `stop`), unless the owner chose another (/model), globally or for the calling chat; either way metered."""
-        if given is None:
-            given = build_model(ref, model_config(self.settings))
-            self._built_models.append(given)
-        counted_as = "single" if self.mode == "single" else role
-        config = model_config(self.settings)
-
-        def build(chosen: str) -> Model:
-            return self.meter.wrap(build_model(chosen, config), counted_as)
-
-        model = ChosenModel(role, self.meter.wrap(given, counted_as), self.model_choices, build)
-        self._built_models.append(model)  # closes the models it built for the owner's choices
-        return model
-
-    def _usage_totals(self, since: float) -> list[UsageTotal]:
-        return self.stores.usage.totals(since, group_by=("model", "role", "chat"))
 
     async def _delegate(self, task: str, ctx: ToolContext) -> ToolResult:
         """The sub_agent tool's loop, on the back model once the chamber has built it."""
@@ -396,68 +341,7 @@ class App:
             await self.registry.aclose()
         if hasattr(self, "outbox"):
             await self.outbox.stop()
-        for model in self._built_models:
-            await model.aclose()
+        if hasattr(self, "models"):
+            await self.models.aclose()
         self.stores.close()
         log.info("stopped")
-
-
-def prepare_data_dir(settings: Settings) -> None:
-    """Create the data dir, or raise a ConfigError that says what to fix."""
-    data_dir = settings.data_dir
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ConfigError(f"the data dir {data_dir} is a file, not a directory: set BICAMERAL_DATA_DIR to a directory") from None
-    except OSError as exc:
-        raise ConfigError(f"the data dir {data_dir} cannot be created ({exc.strerror}): set BICAMERAL_DATA_DIR") from None
-    try:
-        with tempfile.TemporaryFile(dir=data_dir):
-            pass
-    except OSError as exc:
-        raise ConfigError(
-            f"the data dir {data_dir} is not writable ({exc.strerror}): make it writable or set BICAMERAL_DATA_DIR"
-        ) from None
-
-
-def _open_stores(settings: Settings) -> Stores:
-    """The SQLite stores under the data dir, or a ConfigError that says what to fix."""
-    prepare_data_dir(settings)
-    data_dir = settings.data_dir
-    try:
-        return Stores.open(
-            settings.db_path, redact=Redactor(settings.secret_values()), committed_memory=settings.memory_committed_dir
-        )
-    except Exception as exc:
-        raise ConfigError(
-            f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"
-        ) from None
-
-
-def _prune_outgoing(settings: Settings, stores: Stores, tasks: TaskStore, now: float) -> None:
-    """Copies of sent files a previous process left: gone once sent, or after the retention, unless still to be sent."""
-    root = settings.data_dir / OUTGOING_DIR
-    if not root.is_dir() or not any(root.iterdir()):
-        return  # the usual start: nothing to look up
-    keep = stores.outbox.file_paths(pending=True) | tasks.held_files()
-    finished = stores.outbox.file_paths(pending=False)
-    gone = prune(settings.data_dir, keep=keep, finished=finished, older_than=now - settings.outgoing_keep_days * 86400)
-    if gone:
-        log.info("deleted %d copies of sent files", gone)
-
-
-def _prune_sent(settings: Settings, stores: Stores, now: float) -> None:
-    """The outbox's record of what went out, past the same retention: bookkeeping only, so it cannot grow forever."""
-    forgotten = stores.outbox.prune_finished(now - settings.outgoing_keep_days * 86400)
-    if forgotten:
-        log.info("forgot %d sent or given-up outbox entries", forgotten)
-
-
-def _store_usage(stores: Stores, call: ModelCall) -> None:
-    """One finished model call into the usage record."""
-    usage = call.usage
-    stores.usage.record(
-        at=call.at, model=call.model, role=call.role, chat=call.chat, input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens, outcome=call.outcome, cost_usd=call.cost_usd,
-    )
