@@ -215,7 +215,11 @@ def batch_authority(batch: Iterable[Inbound], owner_id: int | None) -> Authority
 # the chat's history. "notice": the gate's word to someone refused or limited, delivered the same way and kept apart
 # from any history a model reads. "status": the progress note, sent at once or not at all (it is stale a moment
 # later, so it is never queued or retried).
-Purpose = Literal["conversation", "notice", "status"]
+# conversation: part of the chat's history; notice: kept apart from every history a model reads; status: a
+# progress line, sent at once and once; secret: a one-time secret for its reader (a pairing code), sent at once and
+# once, and neither logged nor kept in full.
+Purpose = Literal["conversation", "notice", "status", "secret"]
+SECRET_PLACEHOLDER = "[a one-time secret: not kept]"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from bicameral.console.desk import Asked, OwnerCommand
+from bicameral.console.desk import Asked, OwnerCommand, Secret
 from bicameral.events import person_key
 from bicameral.gate.access import POLICIES, AccessConfig, AccessFileError, AccessPolicy, Policy
 from bicameral.gate.pairing import CODE_VALID_SECONDS, Pairing
@@ -175,12 +175,12 @@ def access_commands(access: AccessPolicy, pairing: Pairing) -> list[OwnerCommand
         warning = " Anyone who finds me can talk to me now, at your models' cost." if chosen == "open" else ""
         return f"Policy: {chosen} (was {before[0]}): {POLICY_MEANING[chosen]}.{warning}"
 
-    async def pair(asked: Asked) -> str:
+    async def pair(asked: Asked) -> str | Secret:
         if not asked.inbound.is_private:
             return "Ask me for a pairing code in our private chat: anyone here could read it."
         issued = pairing.issue(person_key(asked.inbound))
         minutes = CODE_VALID_SECONDS // 60
-        return (
+        return Secret(
             f"Pairing code: {issued.code}\n"
             f"Whoever sends me this code in a private chat (alone, or as /start {issued.code}) within {minutes} minutes "
             "is added to the allowed users. It works once."

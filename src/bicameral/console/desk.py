@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from bicameral.events import CommandMenu, Inbound, SendText, is_owner, person_key
+from bicameral.events import CommandMenu, Inbound, Purpose, SendText, is_owner, person_key
 from bicameral.failures import command_failed
 from bicameral.store.kv import KeyValueStore
 from bicameral.store.messages import MessageStore
@@ -28,13 +28,20 @@ class Asked:
 
 
 @dataclass(frozen=True)
+class Secret:
+    """An answer that holds a one-time secret (a pairing code): sent once, straight to the chat, never logged or kept."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class OwnerCommand:
     """A command only the owner may use, answered without a model."""
 
     name: str
     usage: str  # as /help shows it: "/logs [N]"
     summary: str  # one line, also Telegram's menu text
-    run: Callable[[Asked], Awaitable[str]]
+    run: Callable[[Asked], Awaitable[str | Secret]]
 
 
 @dataclass(frozen=True)
@@ -172,21 +179,26 @@ class Console:
         self._replies.clear()
 
     async def _run(self, command: OwnerCommand, asked: Asked) -> None:
+        answer: str | Secret
         try:
-            text = await command.run(asked)
+            answer = await command.run(asked)
         except Exception:
             log.exception("/%s failed", command.name)
-            text = command_failed(command.name)
+            answer = command_failed(command.name)
         after, self._after_reply = self._after_reply, []
-        reply = self._reply(asked.inbound, text or "Done.")
+        if isinstance(answer, Secret):
+            reply = self._reply(asked.inbound, answer.text, purpose="secret")
+        else:
+            reply = self._reply(asked.inbound, answer or "Done.")
         for then in after:
             reply.add_done_callback(lambda _, then=then: then())  # type: ignore[misc]
 
-    def _reply(self, inbound: Inbound, text: str) -> asyncio.Task[object]:
+    def _reply(self, inbound: Inbound, text: str, purpose: Purpose = "conversation") -> asyncio.Task[object]:
         """Answer in the background: a slow or rate-limited send must not hold up intake."""
         reply_to = None if inbound.is_private else inbound.message_id
         action = SendText(
-            chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id, audience=(person_key(inbound),)
+            chat=inbound.chat, text=text, reply_to=reply_to, thread_id=inbound.thread_id, audience=(person_key(inbound),),
+            purpose=purpose,
         )
         task: asyncio.Task[object] = asyncio.ensure_future(self._send(action))
         self._replies.add(task)

@@ -74,9 +74,9 @@ class Outbox:
                 await task
 
     async def perform(self, action: Action, *, turn: str | None = None) -> ActionResult:
-        """Carry out a message, edit or deletion through the outbox; cosmetic actions and status texts go to their
-        channel at once, once."""
-        if isinstance(action, COSMETIC_ACTIONS) or (isinstance(action, SendText) and action.purpose == "status"):
+        """Carry out a message, edit or deletion through the outbox; cosmetic actions, status texts and secrets go to
+        their channel at once, once (a secret is never written to the outbox's table)."""
+        if isinstance(action, COSMETIC_ACTIONS) or (isinstance(action, SendText) and action.purpose in ("status", "secret")):
             return await self._router.perform(action)
         [result] = await self.send([action], turn=turn)
         return result

@@ -7,6 +7,7 @@ import logging
 from bicameral.channels.base import Channel
 from bicameral.events import (
     COSMETIC_ACTIONS,
+    SECRET_PLACEHOLDER,
     Action,
     ActionResult,
     DeleteMessage,
@@ -62,7 +63,10 @@ class ActionRouter:
         if not result.ok:
             transcript.tx_failed(action.chat, f"{type(action).__name__}: {result.error}")
             return
-        if isinstance(action, SendText):
+        if isinstance(action, SendText) and action.purpose == "secret":
+            transcript.tx(action.chat, result.message_ids, SECRET_PLACEHOLDER)
+            self._store(action.chat, result, SECRET_PLACEHOLDER, action.audience, notice=True)
+        elif isinstance(action, SendText):
             transcript.tx(action.chat, result.message_ids, action.text)
             self._store(action.chat, result, action.text, action.audience, notice=action.purpose == "notice")
         elif isinstance(action, SendFile):
