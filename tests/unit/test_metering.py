@@ -153,6 +153,15 @@ def test_outcome_lines_name_the_last_answer_and_the_last_error() -> None:
     assert outcomes.snapshot()["openai:a"].errors == 1
 
 
+def test_a_configured_ref_matches_the_fuller_name_its_model_reports() -> None:
+    outcomes = ModelOutcomes()
+    outcomes.note(ModelCall("local:SmolLM2-135M-Instruct.gguf", "single", None, Usage(), "ok", 1000.0))
+    assert outcomes.lines(now=1010.0, expected=["local", "openai:gpt"]) == [
+        "openai:gpt: no call since the start",
+        "local:SmolLM2-135M-Instruct.gguf: 1 call, last answered 10 s ago; no errors",
+    ]
+
+
 def test_usage_totals_add_up_by_the_columns_asked_for() -> None:
     store = UsageStore(Database(":memory:"))
     rows = [

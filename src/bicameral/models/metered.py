@@ -124,7 +124,10 @@ class ModelOutcomes:
         now)` words a time (default: `ago`)."""
         now = time.time() if now is None else now
         when = when or ago
-        lines = [f"{name}: no call since the start" for name in dict.fromkeys(expected) if name not in self._by_model]
+        # A configured ref may name less than the model it builds (`local` → `local:SmolLM2-….gguf`).
+        called = [name for ref in expected for name in self._by_model if name == ref or name.startswith(ref + ":")]
+        lines = [f"{ref}: no call since the start" for ref in dict.fromkeys(expected) if not any(
+            name == ref or name.startswith(ref + ":") for name in called)]
         for name, outcome in sorted(self._by_model.items()):
             calls = f"{outcome.calls} call{'s' if outcome.calls != 1 else ''}"
             answered = f"last answered {when(outcome.last_ok, now)}" if outcome.last_ok is not None else "never answered"
