@@ -59,9 +59,10 @@ async def start_bot(make_settings):
 
     apps: list[App] = []
 
-    async def start(*, extra_tools=(), **overrides) -> App:
+    async def start(*, extra_tools=(), clock=None, **overrides) -> App:
         settings = make_settings(**overrides)
-        app = App(settings, [TelegramChannel(telegram_config(settings))], extra_tools=extra_tools)
+        timed = {} if clock is None else {"clock": clock}
+        app = App(settings, [TelegramChannel(telegram_config(settings))], extra_tools=extra_tools, **timed)
         await app.start()
         apps.append(app)
         return app

@@ -8,22 +8,8 @@ import pytest
 from bicameral.console.control import KILL_EXIT_STATUS
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
-from tests.fakes.telegram_server import FakeTelegram
 from tests.support.chat import eventually, quiet_for
-
-FRIEND = 2002
-GROUP = -100777
-
-
-async def allowing(start_bot, **overrides):
-    app = await start_bot(debounce_ms=0, **overrides)
-    opened = {"policy": "allowlist", "allowed_users": [FRIEND], "allowed_chats": [GROUP]}
-    app.gate.access.save(app.gate.access.config.model_copy(update=opened))
-    return app
-
-
-def texts(telegram: FakeTelegram, chat: int) -> list[str]:
-    return [m["text"] for m in telegram.sent_messages(chat)]
+from tests.support.console import FRIEND, allowing, everyone_else_tries, nobody_was_answered, texts
 
 
 async def test_pause_holds_everyone_but_the_owner_and_resume_answers_what_waited(telegram, models, start_bot):
@@ -97,23 +83,11 @@ OWNER_COMMANDS = ["/pause", "/resume", "/kill", "/pause now please", "/KILL", "/
 async def test_nobody_else_gets_anything_from_an_owner_command(telegram, models, start_bot, where):
     models.responder(lambda request: Reply(text="model answered"))
     app = await allowing(start_bot)
-    sent = []
-    for text in OWNER_COMMANDS:
-        if where == "dm":
-            sent.append(telegram.user_sends(FRIEND, text))
-        else:
-            sent.append(telegram.user_sends(GROUP, text, user_id=FRIEND, chat_type="supergroup"))
-    telegram.user_sends(FRIEND, "hello", document=("notes.txt", b"x"), caption="/kill") if where == "dm" else None
-    first = sent[0]
-    telegram.user_edits(first["chat"]["id"], first["message_id"], "/kill")
-    telegram.user_sends(FRIEND, "/kill", forwarded_from=OWNER)
-    telegram.user_sends(FRIEND, "a real question")  # answered: the only thing that reaches a model
-    await telegram.await_sent(FRIEND, 1)
-    assert texts(telegram, FRIEND) == ["model answered"]
+    await everyone_else_tries(telegram, OWNER_COMMANDS, where)
+    assert nobody_was_answered(telegram) and texts(telegram, FRIEND) == ["model answered"]
     assert len(models.requests) == 1
-    assert telegram.sent_messages(GROUP) == []
     assert not app.console.paused and app.exit_code == 0 and not app._stop_requested.is_set()
-    stored = app.stores.db.query("SELECT text FROM messages WHERE direction = 'in'")
+    stored = app.stores.db.query("SELECT text FROM messages WHERE direction = 'in' AND sender_id != ?", (str(OWNER),))
     assert [row["text"] for row in stored if "kill" in row["text"] or "pause" in row["text"]] == []
 
 

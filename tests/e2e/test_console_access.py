@@ -11,17 +11,14 @@ from collections.abc import Callable
 
 import pytest
 
-from bicameral.app import App, telegram_config
-from bicameral.channels.telegram import TelegramChannel
+from bicameral.app import App
 from bicameral.gate.pairing import CODE_VALID_SECONDS, MAX_MISSES, WELCOME, WRONG_CODE
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
 from tests.fakes.telegram_server import FakeTelegram
 from tests.support.chat import eventually, quiet_for
+from tests.support.console import FRIEND, GROUP, STRANGER, allowing, everyone_else_tries, nobody_was_answered, texts
 
-FRIEND = 2002
-STRANGER = 777
-GROUP = -100777
 NOON = 1_800_000_000.0
 
 
@@ -36,23 +33,11 @@ class Clock:
 
 
 @pytest.fixture
-async def start_with_clock(make_settings):
-    apps: list[App] = []
-
+def start_with_clock(start_bot):
     async def start(clock: Callable[[], float], **overrides) -> App:
-        settings = make_settings(debounce_ms=0, **overrides)
-        app = App(settings, [TelegramChannel(telegram_config(settings))], clock=clock)
-        await app.start()
-        apps.append(app)
-        return app
+        return await start_bot(debounce_ms=0, clock=clock, **overrides)
 
-    yield start
-    for app in apps:
-        await app.stop()
-
-
-def texts(telegram: FakeTelegram, chat: int) -> list[str]:
-    return [m["text"] for m in telegram.sent_messages(chat)]
+    return start
 
 
 async def ask(telegram: FakeTelegram, text: str) -> str:
@@ -190,30 +175,11 @@ ACCESS_COMMANDS = [
 @pytest.mark.parametrize("where", ["dm", "group"])
 async def test_nobody_else_gets_anything_from_the_access_commands(telegram, models, start_bot, where):
     models.responder(lambda request: Reply(text="model answered"))
-    app = await start_bot(debounce_ms=0)
-    app.gate.access.save(app.gate.access.config.model_copy(
-        update={"policy": "allowlist", "allowed_users": [FRIEND], "allowed_chats": [GROUP]}
-    ))
+    app = await allowing(start_bot)
     before = app.gate.access.path.read_bytes()
-    sent = []
-    for text in ACCESS_COMMANDS:
-        if where == "dm":
-            sent.append(telegram.user_sends(FRIEND, text))
-            telegram.user_sends(STRANGER, text)  # not even allowed in: dropped before the refusal
-        else:
-            sent.append(telegram.user_sends(GROUP, text, user_id=FRIEND, chat_type="supergroup"))
-            telegram.user_sends(GROUP - 1, text, user_id=STRANGER, chat_type="supergroup")
-    first = sent[1]
-    telegram.user_edits(first["chat"]["id"], first["message_id"], "/policy open")
-    telegram.user_sends(FRIEND, "/allow 777", forwarded_from=OWNER)
-    telegram.user_sends(FRIEND, "x", document=("notes.txt", b"x"), caption="/policy open")
-    telegram.user_sends(OWNER, "/pair", forwarded_from=OWNER)  # the owner's own forward is not a command either
-    telegram.user_sends(FRIEND, "a real question")  # answered: the only thing that reaches a model
-    await telegram.await_sent(FRIEND, 1)
-    assert texts(telegram, FRIEND) == ["model answered"]
+    await everyone_else_tries(telegram, ACCESS_COMMANDS, where)
+    assert nobody_was_answered(telegram) and texts(telegram, FRIEND) == ["model answered"]
     assert len(models.requests) == 1
-    assert telegram.sent_messages(GROUP) == [] and telegram.sent_messages(GROUP - 1) == []
-    assert telegram.sent_messages(STRANGER) == [] and telegram.sent_messages(OWNER) == []
     assert app.gate.access.path.read_bytes() == before
     assert not app.gate.access.backup_path.exists()
     assert app.stores.db.query("SELECT COUNT(*) FROM pairing_codes")[0][0] == 0

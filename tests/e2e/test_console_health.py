@@ -16,19 +16,8 @@ from bicameral.tools.base import Tool, ToolContext, ToolResult
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, ToolCall
 from tests.fakes.telegram_server import FakeTelegram
-from tests.support.chat import eventually, quiet_for
-
-FRIEND = 2002
-STRANGER = 777
-GROUP = -100777
-
-
-async def allowing(start_bot, **overrides):
-    app = await start_bot(debounce_ms=0, **overrides)
-    app.gate.access.save(
-        app.gate.access.config.model_copy(update={"policy": "allowlist", "allowed_users": [FRIEND], "allowed_chats": [GROUP]})
-    )
-    return app
+from tests.support.chat import eventually
+from tests.support.console import FRIEND, STRANGER, allowing, everyone_else_tries, nobody_was_answered, texts
 
 
 async def ask(telegram: FakeTelegram, text: str, head: str) -> str:
@@ -202,26 +191,11 @@ REPORTS = ["/health", "/audit", "/logs 5", "/logs", "/HEALTH", "/health@bicamera
 async def test_nobody_else_gets_a_report(telegram, models, start_bot, where):
     models.responder(lambda request: Reply(text="model answered"))
     app = await allowing(start_bot)
-    sent = []
-    for text in REPORTS:
-        if where == "dm":
-            sent.append(telegram.user_sends(FRIEND, text))
-        else:
-            sent.append(telegram.user_sends(GROUP, text, user_id=FRIEND, chat_type="supergroup"))
-    chat = FRIEND if where == "dm" else GROUP
-    telegram.user_sends(chat, "notes", user_id=FRIEND, document=("notes.txt", b"x"), caption="/health",
-                        chat_type="private" if where == "dm" else "supergroup")
-    telegram.user_edits(sent[0]["chat"]["id"], sent[0]["message_id"], "/audit")
-    telegram.user_sends(FRIEND, "/logs 5", forwarded_from=OWNER)
-    telegram.user_sends(STRANGER, "/health")  # not even allowed in: no notice for an owner command either
-    telegram.user_sends(FRIEND, "a real question")  # answered: the only thing that reaches a model
-    await telegram.await_sent(FRIEND, 1)
-    await quiet_for(0.5, "a late answer to one of the reports")
-    assert [m["text"] for m in telegram.sent_messages(FRIEND)] == ["model answered"]
-    assert telegram.sent_messages(GROUP) == [] and telegram.sent_messages(STRANGER) == []
+    await everyone_else_tries(telegram, REPORTS, where)
+    assert nobody_was_answered(telegram) and texts(telegram, FRIEND) == ["model answered"]
     assert not any(m["text"].startswith(("Health", "Audit", "The log")) for m in telegram.sent_messages(OWNER))
     assert len(models.requests) == 1
-    stored = app.stores.db.query("SELECT text FROM messages WHERE direction = 'in'")
+    stored = app.stores.db.query("SELECT text FROM messages WHERE direction = 'in' AND sender_id != ?", (str(OWNER),))
     assert [row["text"] for row in stored if any(word in row["text"] for word in ("health", "audit", "logs"))] == []
 
 

@@ -12,10 +12,9 @@ from bicameral.events import chat_key
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.fakes.telegram_server import FakeTelegram
-from tests.support.chat import eventually, quiet_for, until_sent
+from tests.support.chat import eventually, until_sent
+from tests.support.console import FRIEND, allowing, everyone_else_tries, nobody_was_answered, texts
 
-FRIEND = 2002
-GROUP = -100777
 OWNER_CHAT, FRIEND_CHAT = chat_key("telegram", OWNER), chat_key("telegram", FRIEND)
 # What the fake reports for each person's message: (input, output) tokens.
 OWNER_TOKENS, FRIEND_TOKENS = (50_000, 10_000), (100_000, 20_000)
@@ -25,17 +24,6 @@ def _by_sender(request: Request) -> Reply:
     text = request.last_user_text()
     usage = FRIEND_TOKENS if "from the friend" in text else OWNER_TOKENS
     return Reply(text=f"answer from {request.model}", usage=usage)
-
-
-async def allowing(start_bot, **overrides):
-    app = await start_bot(debounce_ms=0, **overrides)
-    allowed = {"policy": "allowlist", "allowed_users": [FRIEND], "allowed_chats": [GROUP]}
-    app.gate.access.save(app.gate.access.config.model_copy(update=allowed))
-    return app
-
-
-def texts(telegram: FakeTelegram, chat: int) -> list[str]:
-    return [m["text"] for m in telegram.sent_messages(chat)]
 
 
 async def ask(telegram: FakeTelegram, chat: int, text: str) -> str:
@@ -176,21 +164,9 @@ COMMANDS = ["/usage", "/cost week", "/model back openai:x", "/model back openai:
 async def test_nobody_else_gets_anything_from_usage_cost_or_model(telegram, models, start_bot, where):
     models.responder(lambda request: Reply(text="model answered"))
     app = await allowing(start_bot)
-    sent = []
-    for text in COMMANDS:
-        if where == "dm":
-            sent.append(telegram.user_sends(FRIEND, text))
-        else:
-            sent.append(telegram.user_sends(GROUP, text, user_id=FRIEND, chat_type="supergroup"))
-    first = sent[0]
-    telegram.user_edits(first["chat"]["id"], first["message_id"], "/model back openai:x")
-    telegram.user_sends(FRIEND, "/model back openai:x", forwarded_from=OWNER)
-    telegram.user_sends(OWNER, "/usage", forwarded_from=FRIEND)  # the owner's own forward is no command either
-    telegram.user_sends(FRIEND, "a real question")  # answered: the only thing that reaches a model
-    await telegram.await_sent(FRIEND, 1)
-    await quiet_for(0.3, "an answer to any of the commands")
+    await everyone_else_tries(telegram, COMMANDS, where)
+    assert nobody_was_answered(telegram)
     assert texts(telegram, FRIEND) == ["model answered"]
-    assert telegram.sent_messages(GROUP) == [] and telegram.sent_messages(OWNER) == []
     assert len(models.requests) == 1 and models.requests[0].model == "back"
     assert app.stores.kv.get("console.models") is None and app.models.choices.chosen("back", FRIEND_CHAT) is None
     assert app.stores.db.query_one("SELECT COUNT(*) FROM model_usage")[0] == 1
