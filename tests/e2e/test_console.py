@@ -3,9 +3,17 @@ everyone else who sends an owner command, however it comes."""
 
 from __future__ import annotations
 
-import pytest
+import io
+import os
+import time
 
+import pytest
+from rich.console import Console as RichConsole
+
+from bicameral.app import App
+from bicameral.channels.terminal import TerminalChannel
 from bicameral.console.control import KILL_EXIT_STATUS
+from bicameral.events import chat_key
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
 from tests.support.chat import eventually, quiet_for
@@ -100,3 +108,31 @@ async def test_the_owners_forwarded_or_edited_command_does_nothing(telegram, mod
     telegram.user_sends(OWNER, "/help")
     await telegram.await_sent(OWNER, 2)
     assert app.exit_code == 0 and not app._stop_requested.is_set()
+
+
+async def test_reminders_still_fire_while_paused(telegram, models, start_bot):
+    app = await allowing(start_bot)
+    telegram.user_sends(OWNER, "/pause")
+    await telegram.await_sent(OWNER, 1)
+    app.stores.schedules.create(
+        chat=chat_key("telegram", FRIEND), creator=chat_key("telegram", FRIEND), kind="text", body="water the plants",
+        tz="UTC", next_due=time.time(), now=time.time(),
+    )
+    reminder = await telegram.await_sent(FRIEND, 1)
+    assert "water the plants" in reminder[0]["text"]
+    assert app.console.paused and models.requests == []
+
+
+async def test_the_person_at_the_terminal_is_the_owner(make_settings):
+    read_end, keyboard = os.pipe()
+    stdin = os.fdopen(read_end, "r")
+    screen = io.StringIO()
+    terminal = TerminalChannel(stdin=stdin, console=RichConsole(file=screen, width=200))
+    try:
+        async with App(make_settings(telegram_token=None), [terminal]) as app:
+            os.write(keyboard, b"/pause\n")
+            await eventually(lambda: "Paused" in screen.getvalue(), "the terminal's /pause to be answered")
+            assert app.console.paused
+    finally:
+        os.close(keyboard)
+        stdin.close()

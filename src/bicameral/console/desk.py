@@ -71,7 +71,7 @@ def command_of(inbound: Inbound) -> tuple[str, str] | None:
     earlier, and re-running /kill because a message was edited would surprise anyone.
     """
     name = inbound.command
-    if name is None or inbound.kind != "message" or "forwarded" in inbound.flags or "caption" in inbound.flags:
+    if name is None or inbound.kind not in ("message", "command") or {"forwarded", "caption"} & set(inbound.flags):
         return None
     parts = inbound.text.split(maxsplit=1)
     return name, parts[1].strip() if len(parts) > 1 else ""
