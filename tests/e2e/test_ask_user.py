@@ -5,6 +5,7 @@ question outlives a restart, its answer then arriving as the person's message.""
 
 from __future__ import annotations
 
+from bicameral.console.desk import STALE_BUTTON
 from bicameral.tools.ask import ANSWERED, CLOSED, NO_ANSWER, NOT_YOURS, UNKNOWN
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
@@ -147,7 +148,6 @@ async def test_forged_data_and_another_chats_message_resume_nothing(telegram, mo
     forged = [
         telegram.user_presses(OWNER, question["message_id"], "q:AAAAAAAAAAAA:0"),  # no such question
         telegram.user_presses(OWNER, question["message_id"], f"q:{token}:7"),  # no such choice
-        telegram.user_presses(OWNER, question["message_id"], "garbage"),
         telegram.user_presses(OWNER, question["message_id"] + 40, real),  # not the question's message
     ]
     telegram.user_sends(ANN, "hi")  # Ann's own chat, so it has a message to press on
@@ -155,6 +155,8 @@ async def test_forged_data_and_another_chats_message_resume_nothing(telegram, mo
     forged.append(telegram.user_presses(ANN, 1, real, user_id=ANN))  # the owner's data, from another chat
     for query in forged:
         assert await _answered(telegram, query) == UNKNOWN
+    garbage = telegram.user_presses(OWNER, question["message_id"], "garbage")  # no button of anything open
+    assert await _answered(telegram, garbage) == STALE_BUTTON
     await quiet_for(0.5, "a forged press that resumed the call would have asked the model by now")
     assert len([r for r in models.requests if r.tool_results()]) == 0
 

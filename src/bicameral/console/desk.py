@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from bicameral.events import CommandMenu, Inbound, Purpose, SendText, is_owner, person_key
+from bicameral.events import AnswerPress, CommandMenu, Inbound, Purpose, SendText, is_owner, person_key
 from bicameral.failures import command_failed
 from bicameral.store.kv import KeyValueStore
 from bicameral.store.messages import MessageStore
@@ -16,6 +16,7 @@ from bicameral.types import Perform
 log = logging.getLogger(__name__)
 
 PAUSED_KEY = "console.paused"
+STALE_BUTTON = "This button no longer does anything."
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,12 @@ class Console:
 
     async def submit(self, inbound: Inbound) -> None:
         """Take one stored inbound: an owner command runs now; while paused others' messages wait; the rest go on."""
+        if inbound.kind == "press":
+            # Every button's owner took its presses before here: this one belongs to nothing open.
+            self._messages.mark_consumed([inbound.row_id])
+            if inbound.press is not None:
+                await self._send(AnswerPress(chat=inbound.chat, press_id=inbound.press.id, text=STALE_BUTTON))
+            return
         owner = is_owner(inbound, self._owner_id)
         asked = command_of(inbound)
         if asked is not None and asked[0] in ("help", "start"):

@@ -43,6 +43,7 @@ UNKNOWN = "This button is not one of my open questions."
 NOT_YOURS = "Only the person I asked can answer this."
 ANSWERED = "This question was already answered."
 CLOSED = "This question is closed."
+PRESS_PREFIX = "q:"  # every question's button data: q:<token>:<index>
 _DATA = re.compile(r"q:([A-Za-z0-9_-]{8,32}):(\d{1,2})")
 
 
@@ -155,7 +156,9 @@ class Questions:
         """What goes on to the console: the message unchanged, an answer to a question nothing waits for any more
         (reworded to name the question), or None when it was consumed here (every press is)."""
         if inbound.kind == "press":
-            return await self._pressed(inbound)
+            # Other buttons (an approval, a cap) belong to whoever comes after; theirs start with another prefix.
+            ours = inbound.press is not None and inbound.press.data.startswith(PRESS_PREFIX)
+            return await self._pressed(inbound) if ours else inbound
         question = self._open_for(inbound)
         if question is None:
             return inbound
