@@ -141,6 +141,9 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
     # How long `ask_user` waits for the person's answer before it goes on with "no answer".
     ask_timeout_seconds: float = Field(default=600.0, gt=0)
+    # How long a tool call waits for the owner's Approve or Deny (plugins.json's ask_before, untrusted content)
+    # before it is denied.
+    approval_timeout_seconds: float = Field(default=600.0, gt=0)
     sandbox_bwrap: str = "bwrap"  # bubblewrap for the `run` tool; where it cannot run, `run` is not offered
     # The disk that holds the data: a chat's workspace may hold this much (a `run` growing it further is stopped),
     # and this much stays free for the database (no `run` starts or goes on below it; a file of this size is kept

@@ -34,6 +34,8 @@ class SubAgentRunner:
         # Same chat, owner and memory reach as the caller; nothing it does can reach the user directly.
         own = replace(ctx, perform=_no_messages, sent_message_ids=[], message_ids=())
         result = await self.runner.run(prompts.load("sub_agent.md"), [Message.user(task)], own)
+        # What it read comes back in its answer: untrusted content it read taints the caller's run too.
+        ctx.tainted_by = ctx.tainted_by or own.tainted_by
         if result.error is not None:
             return ToolResult.error(f"the sub-agent could not finish: {failure_sentence(result.error.kind)}")
         if result.stop_reason:

@@ -42,15 +42,18 @@ from bicameral.gate.access import AccessPolicy
 from bicameral.gate.gate import Gate
 from bicameral.gate.pairing import Pairing
 from bicameral.gate.ratelimit import RateLimiter
+from bicameral.mcp.plugins import load_plugins
 from bicameral.models.base import Model
 from bicameral.sandbox.artifacts import discard
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
+from bicameral.store.approvals import ApprovalStore
 from bicameral.store.questions import QuestionStore
 from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
 from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
+from bicameral.tools.approvals import Approvals, AskBefore
 from bicameral.tools.ask import AskUser, Questions
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry
@@ -139,6 +142,12 @@ class App:
             QuestionStore(self.stores.db), self.stores.messages, self.outbox.perform,
             timeout=settings.ask_timeout_seconds, clock=self._clock,
         )
+        # The owner's approvals of tool calls (plugins.json's ask_before, untrusted content): presses taken out next.
+        self.approvals = Approvals(
+            ApprovalStore(self.stores.db), self.stores.messages, self.outbox.perform, owner_id=settings.owner_id,
+            ask_before=AskBefore(load_plugins(settings.resolved_plugins_path).ask_before),
+            timeout=settings.approval_timeout_seconds, redact=self.stores.redact, clock=self._clock,
+        )
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
         web: list[Tool[Any]] = [web_fetch_tool(settings), web_search_tool(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
@@ -149,6 +158,7 @@ class App:
             audit=self.stores.tool_calls,
             disabled=no_sub_agent,
             timeout=settings.tool_timeout_seconds,
+            approver=self.approvals,
         )
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"
@@ -171,7 +181,7 @@ class App:
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
-            self.questions.sieve(self.console.submit), limiter, awaited=self.questions.awaits,
+            self.questions.sieve(self.approvals.sieve(self.console.submit)), limiter, awaited=self.questions.awaits,
             clock=self._clock, send=self.outbox.perform, pairing=pairing,
         )
 
@@ -181,7 +191,7 @@ class App:
             log.info("channel %s ready", channel.name)
             self._in_background(channel.show_commands(self.console.menu()))
         await self.outbox.start()  # first delivers what the previous process left unsent
-        await self.conversation.recover(self.questions.sieve(self.console.submit))
+        await self.conversation.recover(self.questions.sieve(self.approvals.sieve(self.console.submit)))
         self.scheduler = self._build_scheduler()
         await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,

@@ -1,13 +1,15 @@
-"""The plugins config (`plugins.json`): which gated executor built-ins are unlocked and which of our tools are hidden."""
+"""The plugins config (`plugins.json`): which gated executor built-ins are unlocked, which of our tools are hidden, and
+which ask the owner first (`ask_before`, read in every mode)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bicameral.errors import PluginsError
+from bicameral.tools.approvals import AskBefore
 from bicameral.tools.registry import ToolRegistry
 
 
@@ -31,6 +33,14 @@ class PluginsConfig(BaseModel):
 
     tool_groups: ToolGroups = ToolGroups()
     builtin_tools_disabled: tuple[str, ...] = ()
+    # Tool names (`*` a wildcard) whose every call waits for the owner's approval (tools/approvals.py), in every mode.
+    ask_before: tuple[str, ...] = ()
+
+    @field_validator("ask_before")
+    @classmethod
+    def _tool_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        AskBefore(value)  # a ValueError names the bad entry
+        return value
 
 
 def load_plugins(path: Path) -> PluginsConfig:

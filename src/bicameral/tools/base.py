@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -48,10 +48,23 @@ class ToolContext:
     # anything else sends each one at once.
     outgoing: Outgoing = field(default_factory=Outgoing)
     hold_files: bool = False
+    # The words of the people this run carries out (a URL in them was asked for), never a forward or a quote.
+    words: str = ""
+    # What untrusted content this run has read (a fetched page, search hits, a forward), once it has: from then on
+    # a tool that acts outside needs the owner's approval (tools/approvals.py). Never cleared within the run.
+    tainted_by: str | None = None
 
     @property
     def is_owner(self) -> bool:
         return self.authority.is_owner
+
+    @property
+    def untrusted(self) -> str | None:
+        """Why this run cannot be trusted to steer tools that act outside, or None: it read untrusted content, or
+        it carries the words of someone other than the owner."""
+        if self.tainted_by is not None:
+            return self.tainted_by
+        return None if self.is_owner else "words from someone other than the owner"
 
 
 @dataclass(frozen=True)
@@ -80,14 +93,32 @@ class Tool(Generic[ArgsT]):
     owner_only: ClassVar[bool] = False
     # Waits for a person (ask_user): it keeps its own deadline, and the registry's tool timeout does not cut it short.
     waits_for_people: ClassVar[bool] = False
+    # Acts outside the chat's workspace (another chat, the network): once a run has read untrusted content, a call
+    # needs the owner's approval. Every tool says so on its own class (tests/unit/test_approval_rules.py checks).
+    acts_outside: ClassVar[bool] = False
+    # Its results are untrusted content (a web page, search hits, other people's messages): reading them taints
+    # the run (`ToolContext.tainted_by`).
+    untrusted_results: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "owner_only" not in cls.__dict__:
             cls.owner_only = cls.reads_files or cls.runs_programs
 
+    def reaches_out(self, args: ArgsT, ctx: ToolContext) -> bool:
+        """Whether this call acts outside the workspace; a tool whose answer depends on its arguments overrides it."""
+        return self.acts_outside
+
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError
 
     async def aclose(self) -> None:
         """Release what the tool keeps between calls (child processes, connections); called once at shutdown."""
+
+
+class Approver(Protocol):
+    """Asks the owner before a call runs (tools/approvals.py); the registry consults it for every call."""
+
+    async def check(self, tool: Tool[Any], args: BaseModel, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
+        """None: run the call; else the result the model gets instead (denied, or no answer)."""
+        ...

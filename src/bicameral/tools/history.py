@@ -26,6 +26,8 @@ class RecentArgs(BaseModel):
 
 class HistorySearch(Tool[HistorySearchArgs]):
     name = "history_search"
+    # Other people's messages are untrusted content: reading them taints the run.
+    untrusted_results = True
     description = (
         "Find past messages by words and a date range ('what did I say about the landlord last month?'). "
         "In a private chat it searches every chat the user is in; in a group, only this group. Newest first."
@@ -57,6 +59,8 @@ class HistorySearch(Tool[HistorySearchArgs]):
 
 class RecentMessages(Tool[RecentArgs]):
     name = "recent_messages"
+    # Other people's messages are untrusted content: reading them taints the run.
+    untrusted_results = True
     description = "The latest messages of this chat (both sides), oldest first."
     args_model = RecentArgs
 

@@ -1,16 +1,23 @@
-"""Messaging tools: send, reply, edit, delete and react in the current chat."""
+"""Messaging tools: send, reply, edit, delete and react in the current chat; and the owner's send to another chat."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from bicameral.events import ActionResult, DeleteMessage, EditText, React, SendText
+from bicameral.events import ActionResult, DeleteMessage, EditText, React, SendText, chat_key, split_chat_key
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 
 _MAX_TEXT = 20000
 
 
 class SendArgs(BaseModel):
+    text: str = Field(min_length=1, max_length=_MAX_TEXT, description="Markdown text to send.")
+
+
+class SendToArgs(BaseModel):
+    chat: str = Field(
+        min_length=1, max_length=100, description="The chat to send to: its id (e.g. -1001234 or telegram:-1001234)."
+    )
     text: str = Field(min_length=1, max_length=_MAX_TEXT, description="Markdown text to send.")
 
 
@@ -44,6 +51,26 @@ class SendMessage(Tool[SendArgs]):
 
     async def run(self, args: SendArgs, ctx: ToolContext) -> ToolResult:
         return await _send(ctx, SendText(chat=ctx.chat, text=args.text))
+
+
+class SendToChat(Tool[SendToArgs]):
+    name = "send_to_chat"
+    description = (
+        "Send a message to another chat (a group or a person's private chat) by its id, for the owner. "
+        "For this chat use send_message or your final answer."
+    )
+    args_model = SendToArgs
+    messaging = True
+    # It speaks for the owner somewhere else: theirs alone, and after untrusted content only with their approval.
+    owner_only = True
+    acts_outside = True
+
+    async def run(self, args: SendToArgs, ctx: ToolContext) -> ToolResult:
+        channel, _ = split_chat_key(ctx.chat)
+        target = args.chat.strip() if ":" in args.chat else chat_key(channel, args.chat.strip())
+        if target == ctx.chat:
+            return ToolResult.error("that is this chat: use send_message or your final answer")
+        return await _send(ctx, SendText(chat=target, text=args.text))
 
 
 class ReplyToMessage(Tool[ReplyArgs]):

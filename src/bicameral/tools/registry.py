@@ -19,7 +19,7 @@ from bicameral.models.base import ToolSpec
 from bicameral.observe import transcript
 from bicameral.store.tool_calls import ToolCallStore
 from bicameral.text import NestedTooDeep, normalize_data
-from bicameral.tools.base import Tool, ToolContext, ToolResult
+from bicameral.tools.base import Approver, Tool, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
 _NOT_TOOL_MODULES = {"base", "registry"}
@@ -54,6 +54,7 @@ class ToolRegistry:
         audit: ToolCallStore | None = None,
         disabled: Iterable[str] = (),
         timeout: float = 120.0,
+        approver: Approver | None = None,
     ) -> None:
         tools = list(tools)
         names = {t.name for t in tools}
@@ -63,6 +64,8 @@ class ToolRegistry:
         self._tools = {t.name: t for t in tools if t.name not in set(disabled)}
         self._audit = audit
         self._timeout = timeout
+        # Asked before every call whether the owner must approve it first (tools/approvals.py); None: never.
+        self.approver = approver
         self._specs = [ToolSpec(name=t.name, description=t.description, input_schema=_schema(t)) for t in self._tools.values()]
 
     @classmethod
@@ -87,7 +90,7 @@ class ToolRegistry:
         """A restricted view sharing the same audit (for the back chamber and sub-agents)."""
         keep = set(only) if only is not None else set(self._tools)
         tools = [t for n, t in self._tools.items() if n in keep and not (exclude_messaging and t.messaging)]
-        return ToolRegistry(tools, audit=self._audit, timeout=self._timeout)
+        return ToolRegistry(tools, audit=self._audit, timeout=self._timeout, approver=self.approver)
 
     def specs(self, *, is_owner: bool = False) -> list[ToolSpec]:
         """The tools to offer a turn: owner-only ones only when the owner is asking."""
@@ -140,6 +143,14 @@ class ToolRegistry:
             args = tool.args_model.model_validate(raw_args)
         except ValidationError as exc:
             return ToolResult.error(f"invalid arguments for {name}: {_brief(exc)}")
+        if self.approver is not None:
+            # The owner's ask_before list, or a run that read untrusted content calling a tool that acts outside:
+            # nothing runs until the owner approves (the wait is not cut short by the tool timeout).
+            denied = await self.approver.check(tool, args, raw_args, ctx)
+            if denied is not None:
+                return denied
+        if tool.untrusted_results and ctx.tainted_by is None:
+            ctx.tainted_by = f"untrusted content ({name})"
         try:
             return await asyncio.wait_for(tool.run(args, ctx), timeout=None if tool.waits_for_people else self._timeout)
         except TimeoutError:

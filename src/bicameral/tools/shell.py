@@ -24,6 +24,8 @@ class RunCommand(Tool[RunArgs]):
     )
     args_model = RunArgs
     runs_programs = True
+    # Inside the workspace only: the sandbox never has the network (sandbox/bwrap.py unshares it).
+    acts_outside = False
 
     def __init__(self, sandbox: Sandbox | None = None) -> None:
         self._sandbox = sandbox or Sandbox()

@@ -37,10 +37,18 @@ class WebFetch(Tool[FetchArgs]):
     args_model = FetchArgs
     # It reads no local files and reaches only public addresses, so everyone allowed to talk may use it.
     owner_only = False
+    # A fetch can carry what the run knows out in its URL: after untrusted content, a URL the run's people did not
+    # write themselves needs the owner's approval (`reaches_out`).
+    acts_outside = True
+    untrusted_results = True
 
     def __init__(self, fetcher: WebFetcher | None = None, extractor: Extractor | None = None) -> None:
         self._fetcher = fetcher or WebFetcher()
         self._extractor = extractor or Extractor()
+
+    def reaches_out(self, args: FetchArgs, ctx: ToolContext) -> bool:
+        """A URL that appears in the words of the people this run works for was asked for; any other reaches out."""
+        return not asked_for(args.url, ctx.words)
 
     async def run(self, args: FetchArgs, ctx: ToolContext) -> ToolResult:
         try:
@@ -65,6 +73,9 @@ class WebSearch(Tool[SearchArgs]):
     args_model = SearchArgs
     # Like web_fetch: no local files, only a public search service, so everyone allowed to talk may use it.
     owner_only = False
+    # Its query goes only to the one configured search service, never to an address the run chooses.
+    acts_outside = False
+    untrusted_results = True
 
     def __init__(self, searcher: Searcher | None = None) -> None:
         self._searcher = searcher or DdgsSearcher()
@@ -81,6 +92,12 @@ class WebSearch(Tool[SearchArgs]):
 
 def _listed(hits: list[SearchHit]) -> str:
     return "\n\n".join(f"{n}. {hit.title or '(no title)'}\n{hit.url}\n{hit.snippet}".rstrip() for n, hit in enumerate(hits, 1))
+
+
+def asked_for(url: str, words: str) -> bool:
+    """Whether `url` appears in `words` (a trailing slash aside): then the people asked for that very page."""
+    wanted = url.strip().rstrip("/")
+    return bool(wanted) and wanted in words
 
 
 def untrusted(source: str, text: str) -> str:

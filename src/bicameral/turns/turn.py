@@ -74,6 +74,8 @@ class Turn:
             authority=self.authority,
             reach=self.reach,
             outgoing=sending.outgoing(),
+            words="\n".join(i.text for i in self.batch if "forwarded" not in i.flags),
+            tainted_by="a forwarded message" if any("forwarded" in i.flags for i in self.batch) else None,
         )
 
 
