@@ -99,6 +99,10 @@ class Settings(BaseSettings):
     local_context_tokens: int = Field(default=4096, ge=512)
     # The owner's prices (USD per million tokens) for /cost, over the built-in list prices.
     prices_path: Path | None = None
+    # Spending caps, in tokens per UTC day (input and output, every model): per person other than the owner, and for
+    # everyone together, owner included. Unset: no cap.
+    user_daily_tokens: int | None = Field(default=None, ge=0)
+    daily_tokens: int | None = Field(default=None, ge=0)
 
     # --- conversation engine ---
     debounce_ms: int = Field(default=1500, ge=0)

@@ -26,6 +26,9 @@ SENTENCES: dict[str, str] = {
     "prompt_too_long": "Our conversation grew too long for the model to take in." + _FRESH_NOTE
     + " Please send your last message again.",
     "refused": "The model provider refused that turn." + _FRESH_NOTE,
+    # our own limits
+    "cap": "I've reached today's spending limit, so I'm holding this until the owner allows more or the limit resets "
+    "at midnight UTC.",
     # the Claude Code CLI
     "cli_missing": "My executor (the Claude Code CLI) is not installed where I expect it. The owner needs to install it "
     "or set BICAMERAL_CLAUDE_BIN.",

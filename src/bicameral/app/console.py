@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bicameral.config import Settings
 from bicameral.console.access import access_commands
 from bicameral.console.audit import AuditSources, audit_command
+from bicameral.console.caps import caps_text
 from bicameral.console.control import control_commands
 from bicameral.console.desk import Console, OwnerCommand
 from bicameral.console.health import HealthSources, health_command
@@ -113,7 +114,10 @@ def build_console(
     console.add(owner_commands(console, stop=stop, access=access, pairing=pairing, reports=shown))
     cli_note = "The Claude Code CLI's own model calls are not counted here." if settings.back.provider == "claude-code" else None
     console.add(metering_commands(
-        UsageSources(models.usage_totals, settings.resolved_prices_path, clock=clock, note=cli_note),
+        UsageSources(
+            models.usage_totals, settings.resolved_prices_path, clock=clock, note=cli_note,
+            caps=functools.partial(caps_text, models.caps),
+        ),
         ModelSetup(models.choices, mode, settings.front_model, settings.back_model,
                    functools.partial(unavailable, config=model_config(settings))),
     ))

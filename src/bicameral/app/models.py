@@ -7,6 +7,7 @@ import functools
 from bicameral.config import Settings
 from bicameral.models import build_model
 from bicameral.models.base import Model
+from bicameral.models.caps import SpendingCaps
 from bicameral.models.chosen import ChosenModel, ModelChoices
 from bicameral.models.metered import Meter, ModelCall
 from bicameral.store import Stores
@@ -27,8 +28,17 @@ class AppModels:
         self._mode = mode
         self._stores = stores
         self._opened: list[Model] = []
+        # The spending caps (BICAMERAL_USER_DAILY_TOKENS, BICAMERAL_DAILY_TOKENS), checked before each call.
+        self.caps = SpendingCaps(
+            per_user=settings.user_daily_tokens, everyone=settings.daily_tokens, owner_id=settings.owner_id,
+            load_spend=stores.caps.spend_since, load_allowances=stores.caps.allowances, clock=clock,
+        )
         # Every model call is recorded (model_usage), and each goes to the model the owner chose (/model), if any.
-        self.meter = Meter(functools.partial(_store_usage, stores), clock=clock)
+        capped = self.caps.active
+        self.meter = Meter(
+            functools.partial(_store_usage, stores), clock=clock, check=self.caps.refusal_text if capped else None,
+            count=self.caps.note if capped else None,
+        )
         self.choices = ModelChoices(stores.kv.get(MODEL_CHOICES_KEY), save=functools.partial(stores.kv.set, MODEL_CHOICES_KEY))
 
     def for_role(self, given: Model | None, ref: str, role: str) -> Model:
@@ -61,4 +71,5 @@ def _store_usage(stores: Stores, call: ModelCall) -> None:
         at=call.at, model=call.model, role=call.role, chat=call.chat, input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens, outcome=call.outcome, cost_usd=call.cost_usd,
+        people=" ".join(call.people) or None,
     )

@@ -33,6 +33,7 @@ from bicameral.app.models import AppModels
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
+from bicameral.console.caps import CapDesk
 from bicameral.delivery.outbox import Outbox
 from bicameral.delivery.router import ActionRouter
 from bicameral.events import SendText, chat_key
@@ -171,17 +172,26 @@ class App:
             typing_in_groups=not two_chambers,
             stores=self.stores,
         )
+        # Spending caps: what a cap stops waits between the console and the lanes, and the owner is asked.
+        owner = settings.owner_id
+        self.caps = CapDesk(
+            self.models.caps, self.stores.caps, self.stores.messages, forward=self.conversation.submit,
+            send=self.outbox.perform, owner_id=owner, clock=self._clock,
+            owner_chat=chat_key(self.channels[0].name, owner) if owner is not None and self.channels else None,
+        )
+        self.conversation.on_capped = self.caps.hold_refused
         access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
         pairing = Pairing(self.stores.pairing, access, owner_id=settings.owner_id, clock=self._clock)
         self.console = build_console(
-            settings, self.mode, self.stores, self.tasks, self.models, forward=self.conversation.submit,
+            settings, self.mode, self.stores, self.tasks, self.models, forward=self.caps.forward,
             send=self.outbox.perform, access=access, pairing=pairing, stop=self.stop_with, started_at=started_at,
             left_out=left_out, clock=self._clock,
         )
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
-            self.questions.sieve(self.approvals.sieve(self.console.submit)), limiter, awaited=self.questions.awaits,
+            self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit))), limiter,
+            awaited=self.questions.awaits,
             clock=self._clock, send=self.outbox.perform, pairing=pairing,
         )
 
@@ -191,7 +201,7 @@ class App:
             log.info("channel %s ready", channel.name)
             self._in_background(channel.show_commands(self.console.menu()))
         await self.outbox.start()  # first delivers what the previous process left unsent
-        await self.conversation.recover(self.questions.sieve(self.approvals.sieve(self.console.submit)))
+        await self.conversation.recover(self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit))))
         self.scheduler = self._build_scheduler()
         await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,
@@ -343,6 +353,8 @@ class App:
             await self.gate.close()
         if hasattr(self, "console"):
             await self.console.close()
+        if hasattr(self, "caps"):
+            await self.caps.close()
         if hasattr(self, "conversation"):
             await self.conversation.close()
         if hasattr(self, "handler"):

@@ -24,6 +24,7 @@ class UsageSources:
     prices_path: Path
     clock: Clock = time.time
     note: str | None = None  # what the record leaves out, said under each answer
+    caps: Callable[[], str | None] | None = None  # the spending caps and today's spend against them, if any
 
 
 @dataclass
@@ -63,7 +64,9 @@ class Tally:
 def usage_commands(sources: UsageSources) -> list[OwnerCommand]:
     async def usage(asked: Asked) -> str:
         now = sources.clock()
-        return _noted(usage_text(sources.totals(day_start(now)), sources.totals(week_start(now)), now), sources.note)
+        answer = usage_text(sources.totals(day_start(now)), sources.totals(week_start(now)), now)
+        caps = sources.caps() if sources.caps is not None else None
+        return _noted(f"{answer}\n\n{caps}" if caps else answer, sources.note)
 
     async def cost(asked: Asked) -> str:
         period = asked.argument.lower()
@@ -76,7 +79,7 @@ def usage_commands(sources: UsageSources) -> list[OwnerCommand]:
         return _noted(answer, sources.note)
 
     return [
-        OwnerCommand("usage", "/usage", "tokens per model and per chat, today and this week (UTC)", usage),
+        OwnerCommand("usage", "/usage", "tokens per model and per chat, today and this week (UTC), and the caps", usage),
         OwnerCommand("cost", "/cost [day|week]", "what the models cost today or this week, per model and chat", cost),
     ]
 

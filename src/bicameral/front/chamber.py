@@ -25,6 +25,7 @@ from bicameral.front.delivery import Delivery
 from bicameral.front.status import ago, duration
 from bicameral.markup import escape, quoteattr
 from bicameral.models.base import Completion, Message, Model, ModelError, TextBlock, complete
+from bicameral.models.metered import CAP
 from bicameral.sandbox.artifacts import SendLimits, available
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
@@ -164,7 +165,9 @@ class FrontChamber:
         if schedule_id is None:
             completion, tries = await attempt(None), 1
         else:  # nobody is waiting on a scheduled task: worth a patient retry before telling them it failed
-            completion, tries = await self._retry.run(attempt, lambda c: isinstance(c, ModelError), sleep=self._sleep)
+            completion, tries = await self._retry.run(
+                attempt, lambda c: isinstance(c, ModelError) and c.kind != CAP, sleep=self._sleep
+            )
         if isinstance(completion, ModelError):
             text = failure_sentence(completion.kind)
             if schedule_id is not None:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from bicameral.models.base import Message, Model, ModelError, ModelEvent, ToolSpec, Usage
-from bicameral.models.scope import current_chat
+from bicameral.models.scope import current_chat, current_spender
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
@@ -30,21 +30,29 @@ class ModelCall:
     outcome: str  # ok | cancelled | error | a ModelError kind (rate_limit, auth, ...)
     at: float  # when it ended
     cost_usd: float | None = None  # the provider's own figure, where it reports one (the Claude Code CLI)
+    people: tuple[str, ...] = ()  # whose words caused it (models.scope.current_spender), person keys
 
 
 Record = Callable[[ModelCall], None]
+# Whether a call for these people may start: None, or why not (a spending cap reached).
+Check = Callable[[tuple[str, ...]], str | None]
+CAP = "cap"  # the ModelError kind of a call a spending cap refused before it started
 
 
 class MeteredModel:
     """Wraps a Model: the same events, their `Usage` summed, and one `record(ModelCall)` when the call ends, however
-    it ends (answered, `ModelError`, cancelled, abandoned)."""
+    it ends (answered, `ModelError`, cancelled, abandoned). With a `check`, a call it refuses raises
+    `ModelError("cap")` before the inner model is asked, and is not recorded (no call was made)."""
 
-    def __init__(self, model: Model, role: str, record: Record, clock: Clock = time.time) -> None:
+    def __init__(
+        self, model: Model, role: str, record: Record, clock: Clock = time.time, check: Check | None = None
+    ) -> None:
         self.inner = model
         self.name = model.name
         self.role = role
         self._record = record
         self._clock = clock
+        self._check = check
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -53,6 +61,12 @@ class MeteredModel:
         self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
     ) -> AsyncIterator[ModelEvent]:
         chat = current_chat.get()
+        spender = current_spender.get()
+        people = spender.people if spender is not None else ()
+        if self._check is not None and (refused := self._check(people)) is not None:
+            if spender is not None:
+                spender.refused = refused  # the run that made it holds its messages (turns/lanes.py)
+            raise ModelError(CAP, refused)
         usage = Usage()
         outcome = CANCELLED  # what is left when the caller stops reading (GeneratorExit) or the task is cancelled
         events = self.inner.stream(system, messages, tools, max_tokens)
@@ -73,7 +87,7 @@ class MeteredModel:
             if close is not None and outcome == CANCELLED:
                 await close()  # a reader that stopped early: the inner call's connection is let go now
             try:
-                self._record(ModelCall(self.name, self.role, chat, usage, outcome, self._clock()))
+                self._record(ModelCall(self.name, self.role, chat, usage, outcome, self._clock(), people=people))
             except Exception:  # counting must never fail the call it counts
                 log.exception("could not record a call of %s", self.name)
 
@@ -155,20 +169,29 @@ class Meter:
     """Where finished calls go: the last outcome per model, then `persist` (the usage table); a failing `persist` is
     logged, never raised into the call."""
 
-    def __init__(self, persist: Record | None = None, clock: Clock = time.time) -> None:
+    def __init__(
+        self, persist: Record | None = None, clock: Clock = time.time, *, check: Check | None = None,
+        count: Record | None = None,
+    ) -> None:
         self.outcomes = ModelOutcomes()
         self._persist = persist
         self._clock = clock
+        self._check = check  # before each call: the spending caps
+        self._count = count  # after each call, once stored: the caps' counters
 
     def __call__(self, call: ModelCall) -> None:
         self.outcomes.note(call)
-        if self._persist is None:
-            return
-        try:
-            self._persist(call)
-        except Exception:  # a full disk, a closed database: the call itself went fine
-            log.exception("could not store the usage of a call of %s", call.model)
+        if self._persist is not None:
+            try:
+                self._persist(call)
+            except Exception:  # a full disk, a closed database: the call itself went fine
+                log.exception("could not store the usage of a call of %s", call.model)
+        if self._count is not None:
+            try:
+                self._count(call)
+            except Exception:
+                log.exception("could not count a call of %s against the caps", call.model)
 
     def wrap(self, model: Model, role: str) -> MeteredModel:
         """`model` counted under `role` (front, back or single)."""
-        return MeteredModel(model, role, self, self._clock)
+        return MeteredModel(model, role, self, self._clock, self._check)

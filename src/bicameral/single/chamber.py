@@ -19,6 +19,7 @@ from bicameral.events import Authority, SendText
 from bicameral.failures import failure_sentence, stopped_turn
 from bicameral.markup import quoteattr
 from bicameral.models.base import MESSAGES, Message, ToolCall
+from bicameral.models.metered import CAP
 from bicameral.sandbox.artifacts import SendLimits
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
@@ -113,7 +114,9 @@ class SingleChamber:
             if schedule_id is None:
                 result, tries = await attempt(None), 1
             else:
-                result, tries = await self._retry.run(attempt, lambda r: r.error is not None, sleep=self._sleep)
+                result, tries = await self._retry.run(
+                    attempt, lambda r: r.error is not None and r.error.kind != CAP, sleep=self._sleep
+                )
         except BaseException:
             if transcript:
                 self._save(turn.chat, transcript + [Message.assistant("(the turn was interrupted)")])

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bicameral.redaction import scrub
+from bicameral.store.caps import CapStore
 from bicameral.store.db import Database
 from bicameral.store.instructions import Instructions
 from bicameral.store.kv import KeyValueStore
@@ -39,6 +40,7 @@ class Stores:
     schedules: ScheduleStore
     usage: UsageStore
     pairing: PairingStore
+    caps: CapStore
     redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
@@ -64,6 +66,7 @@ class Stores:
             schedules=ScheduleStore(db),
             usage=UsageStore(db),
             pairing=PairingStore(db),
+            caps=CapStore(db),
             redact=redact,
         )
 

@@ -45,12 +45,15 @@ class UsageStore:
         cache_write_tokens: int,
         outcome: str,
         cost_usd: float | None = None,
+        people: str | None = None,
     ) -> None:
-        """One finished call (a single INSERT, committed on its own)."""
+        """One finished call (a single INSERT, committed on its own); `people`: whose words caused it, person keys
+        separated by spaces."""
         self._db.execute(
             """INSERT INTO model_usage (at, model, role, chat, input_tokens, output_tokens, cache_read_tokens,
-                   cache_write_tokens, outcome, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (at, model, role, chat, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, outcome, cost_usd),
+                   cache_write_tokens, outcome, cost_usd, people) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (at, model, role, chat, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, outcome, cost_usd,
+             people),
         )
 
     def totals(self, since: float, group_by: Sequence[GroupBy] = ("model",), until: float | None = None) -> list[UsageTotal]:

@@ -14,7 +14,7 @@ from typing import Any
 from bicameral.backoff import RetryPolicy
 from bicameral.events import Attachment, Authority, Role
 from bicameral.failures import failure_detail, failure_sentence
-from bicameral.models.scope import current_chat
+from bicameral.models.scope import enter
 from bicameral.sandbox.artifacts import Artifact
 from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
@@ -282,8 +282,8 @@ class TaskBus:
 
     async def _drive(self, task: Task, run: _Run, resumed: bool) -> None:
         # This asyncio task's own context: its model calls count for the task's chat (and use that chat's models),
-        # whether it was spawned in a turn, resumed at start or retried.
-        current_chat.set(task.chat)
+        # whether it was spawned in a turn, resumed at start or retried; they count for the people whose words it carries.
+        enter(task.chat, owned_by(task).people)
         try:
             outcome = await self._steps(task, run, resumed)
         except asyncio.CancelledError:

@@ -28,7 +28,7 @@ from bicameral.events import (
     person_key,
 )
 from bicameral.failures import command_failed, failure_detail, failure_sentence
-from bicameral.models.scope import current_chat
+from bicameral.models.scope import enter
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
 from bicameral.turns.commands import forget_command, memory_command, reminders_command, timezone_command
@@ -95,6 +95,8 @@ class Conversation:
         self._closing = False
         self._replies: set[asyncio.Task[ActionResult]] = set()
         self._stores = stores  # for the memory commands
+        # A turn a spending cap refused: its messages are handed here, kept unanswered (console/caps.py holds them).
+        self.on_capped: Callable[[list[Inbound]], None] | None = None
 
     # --- public surface ---
 
@@ -190,8 +192,9 @@ class Conversation:
         lane.turn = asyncio.create_task(self._run_turn(lane, batch), name=f"turn:{lane.chat}")
 
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
-        # Set in this turn's own asyncio task: its model calls, and those of what it starts, count for this chat.
-        current_chat.set(lane.chat)
+        # Set in this turn's own asyncio task: its model calls, and those of what it starts, count for this chat and
+        # for the people whose words it carries.
+        spender = enter(lane.chat, lane.turn_authority.people)
         handed: list[Inbound] = []
         turn_id = uuid.uuid4().hex[:12]
 
@@ -236,7 +239,9 @@ class Conversation:
         finally:
             if typing is not None:
                 typing.cancel()
-            if finished:
+            if finished and spender.refused is not None and self.on_capped is not None:
+                self.on_capped(batch + handed)  # told in one sentence; answered once the owner allows more
+            elif finished:
                 # Not answered yet if the final message still waits in the outbox; a crash before the
                 # turn finished leaves the batch pending, so an interim "on it" cannot swallow it.
                 self._outbox.settle(turn.turn_id, [i.row_id for i in batch + handed])
