@@ -22,7 +22,7 @@ from bench.idle import run_idle
 from bench.local import run_local
 from bench.memory import run_memory
 from bench.offline import run_both
-from bench.overhead import run_overhead, run_overhead_subprocess
+from bench.overhead import cap_check_figures, run_overhead, run_overhead_subprocess
 from bench.recall import run_recall
 from bench.report import Figure, machine, print_report
 from bench.scheduler import run_scheduler
@@ -66,7 +66,7 @@ async def _memory(plan: Plan) -> list[Figure]:
 async def _overhead(plan: Plan) -> list[Figure]:
     in_process = await run_overhead(plan.messages, plan.mode)
     child = await run_overhead_subprocess(plan.messages, plan.mode)
-    return in_process.figures() + child.figures()
+    return in_process.figures() + child.figures() + await cap_check_figures()
 
 
 async def _concurrency(plan: Plan) -> list[Figure]:

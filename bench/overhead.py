@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,10 @@ from bench.harness import (
 from bench.load import FIRST_CHAT, warm_up
 from bench.proc import spawn_bot, stop_bot, wait_ready
 from bench.report import Figure
+from bicameral.models.base import Message, ModelEvent, ToolSpec
+from bicameral.models.caps import SpendingCaps
+from bicameral.models.metered import Meter
+from bicameral.models.scope import enter
 from tests.fakes.model_server import ModelServer, Request
 
 REPLY_TIMEOUT = 30.0
@@ -131,3 +137,57 @@ def _match(
         if done:
             result.reply_to_send.append((replied - max(done)) * 1000)
     return result
+
+
+class _Silent:
+    """A model that answers at once with nothing: what is left of a call is the metering around it."""
+
+    name = "bench:silent"
+
+    async def stream(
+        self, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    ) -> AsyncIterator[ModelEvent]:
+        return
+        yield
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def cap_check_figures(calls: int = 20_000, rounds: int = 5) -> list[Figure]:
+    """What the spending caps add to each model call: a metered call to a model that answers at once, with both caps
+    set (counters warm, the caller a person under them) and without, best of `rounds`; and the check alone."""
+    caps = SpendingCaps(
+        per_user=10**12, everyone=10**12, owner_id=OWNER, load_spend=lambda since: (0, {}), load_allowances=lambda day: {},
+    )
+    plain = Meter().wrap(_Silent(), "single")
+    checked = Meter(check=caps.refusal_text, count=caps.note).wrap(_Silent(), "single")
+    people = ("telegram:2002",)
+
+    async def timed(model: object) -> float:
+        stream = model.stream  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        for _ in range(calls):
+            async for _event in stream("", [], [], 1):
+                pass
+        return (time.perf_counter() - started) / calls * 1e6
+
+    async def measure() -> tuple[float, float]:
+        enter("telegram:2002", people)  # in this task only, as a turn sets it
+        await timed(plain)  # warm-up
+        best = [float("inf"), float("inf")]
+        for _ in range(rounds):  # alternated, so a busy moment of the machine weighs on both
+            best = [min(best[0], await timed(plain)), min(best[1], await timed(checked))]
+        return best[0], best[1]
+
+    without, with_caps = await asyncio.create_task(measure())
+    started = time.perf_counter()
+    for _ in range(calls):
+        caps.check(people)
+    alone = (time.perf_counter() - started) / calls * 1e6
+    what = f"best of {rounds} x {calls:,} calls to a model that answers at once"
+    return [
+        Figure("overhead", "cap check per model call", with_caps - without, "µs",
+               f"{with_caps:.2f} µs a metered call with both caps set, {without:.2f} µs without; {what}"),
+        Figure("overhead", "cap check alone", alone, "µs", "SpendingCaps.check for one person, counters warm"),
+    ]

@@ -26,6 +26,8 @@ class Figure:
         """The value with its unit, at a precision that suits it."""
         if self.unit == "ms":
             return f"{self.value:,.2f} ms"
+        if self.unit == "µs":
+            return f"{self.value:,.2f} µs"
         if self.unit == "s":
             return f"{self.value:,.3f} s"
         if self.unit == "MiB":

@@ -112,3 +112,11 @@ async def test_tools_reports_the_sandbox_the_concurrent_chats_and_web_fetch():
     if result.sandbox_why_off is None:
         assert len(result.sandbox_true) == 2 and result.chats == 3 and result.all_ok
     assert all(math.isfinite(f.value) for f in result.figures())
+
+
+async def test_the_cap_check_reports_its_cost_per_model_call():
+    from bench.overhead import cap_check_figures
+
+    per_call, alone = await cap_check_figures(calls=200, rounds=1)
+    assert per_call.name == "cap check per model call" and per_call.unit == "µs" and "without" in per_call.note
+    assert alone.value > 0
