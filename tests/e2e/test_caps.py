@@ -97,6 +97,7 @@ async def test_held_work_and_an_allowance_outlive_a_restart(telegram, models, st
     second = await allowing(start_bot, user_daily_tokens=CAP)
     await quiet_for(0.5, "the held message would have been answered or told again by now")
     assert len(models.requests) == 1 and len(telegram.sent_messages(FRIEND)) == 2
+    assert len(telegram.sent_messages(OWNER)) == 1, "the owner was asked before the restart: not again"
     press = telegram.user_presses(OWNER, notice["message_id"], _button(telegram, notice, "Allow until"))
     assert await _answered(telegram, press) == "✓ Allowed until tomorrow"
     assert (await telegram.await_sent(FRIEND, 3))[-1]["text"] == "answer: second question"

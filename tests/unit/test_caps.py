@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from bicameral.events import Authority, Role
+from bicameral.failures import failure_sentence
 from bicameral.models.base import Message, ModelError, Usage, complete
 from bicameral.models.caps import EVERYONE, Refusal, SpendingCaps, utc_day
 from bicameral.models.metered import CAP, Meter, ModelCall
@@ -132,3 +133,29 @@ async def test_a_task_carries_its_authors_people(stores) -> None:
     await asyncio.wait_for(ran.wait(), 10)
     await bus.finish()
     assert seen == [(ANN, BEN)]
+
+
+async def test_a_claude_code_task_over_a_cap_starts_no_cli_turn(stores, tmp_path) -> None:
+    from bicameral.app import claude_code_config
+    from bicameral.claude_code.executor import ClaudeCodeExecutor
+    from bicameral.config import Settings
+    from bicameral.tasks.task import Task, TaskState
+    from bicameral.tools.registry import ToolRegistry
+
+    settings = Settings.for_test(tmp_path, back_model="claude-code:sonnet", claude_bin=str(tmp_path / "no-such-claude"))
+    asked: list[tuple[str, ...]] = []
+
+    def over(people: tuple[str, ...]) -> str | None:
+        asked.append(people)
+        return "telegram:2's daily cap is reached"
+
+    executor = ClaudeCodeExecutor(claude_code_config(settings), stores, ToolRegistry([]), check=over)
+    task = Task(id="t1", chat="telegram:2", spec="x", state=TaskState.RUNNING, created_at=0.0, updated_at=0.0)
+
+    async def run() -> TaskOutcome:
+        enter("telegram:2", (ANN,))
+        return await executor.run(task, control=None)  # type: ignore[arg-type]  # refused before it is used
+
+    outcome = await asyncio.create_task(run())
+    assert asked == [(ANN,)]
+    assert (outcome.error_kind, outcome.retryable) == (CAP, False) and outcome.error == failure_sentence(CAP)

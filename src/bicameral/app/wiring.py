@@ -231,7 +231,8 @@ class App:
         if settings.back.provider == "claude-code":
             from bicameral.claude_code.executor import ClaudeCodeExecutor
 
-            executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry)
+            caps = self.models.caps.refusal_text if self.models.caps.active else None
+            executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry, check=caps)
         else:
             back_model = self.models.for_role(self._given_models[0], settings.back_model, "back")
             sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from bicameral import prompts
 from bicameral.claude_code.config import ClaudeCodeConfig, WorkerConfig
 from bicameral.claude_code.exchange import Prompt, PromptImage, prompt_images
@@ -13,16 +16,20 @@ from bicameral.claude_code.worker import ClaudeCodeWorker
 from bicameral.config import child_process_env
 from bicameral.context.memory import prompt_note, task_reach
 from bicameral.events import TRUSTED_CHANNELS, chat_key
-from bicameral.failures import stopped_task
+from bicameral.failures import failure_sentence, stopped_task
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
 from bicameral.models.base import summarize_call
+from bicameral.models.metered import CAP
+from bicameral.models.scope import current_spender
 from bicameral.store import Stores
 from bicameral.tasks.brief import no_direct_messages, task_brief, task_images, task_outgoing
 from bicameral.tasks.executor import Executor, TaskControl, acting_for
 from bicameral.tasks.task import NOTHING_TO_REPORT, Task, TaskOutcome
 from bicameral.tools.base import ToolContext
 from bicameral.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 SESSION_KEY_PREFIX = "claude_code.task:"
 
@@ -33,8 +40,12 @@ class ClaudeCodeExecutor(Executor):
     # A redirect or a restart makes a new worker on the same session key, so `--resume` keeps every
     # finished step; the new instruction arrives as the next message of that session.
 
-    def __init__(self, config: ClaudeCodeConfig, stores: Stores, registry: ToolRegistry) -> None:
+    def __init__(
+        self, config: ClaudeCodeConfig, stores: Stores, registry: ToolRegistry,
+        check: Callable[[tuple[str, ...]], str | None] | None = None,
+    ) -> None:
         self._config = config
+        self._check = check  # the spending caps, before each CLI turn (its own calls are not counted)
         self._stores = stores
         self._plugins = load_plugins(config.plugins_path)
         self._tools = visible_tools(registry, self._plugins).subset(exclude_messaging=True)
@@ -50,6 +61,10 @@ class ClaudeCodeExecutor(Executor):
         await self._mcp.stop()
 
     async def run(self, task: Task, control: TaskControl) -> TaskOutcome:
+        spender = current_spender.get()  # the bus sets the task's people
+        if self._check is not None and (refused := self._check(spender.people if spender else ())) is not None:
+            log.info("task %s not started: %s", task.id, refused)
+            return TaskOutcome(error_kind=CAP, error=failure_sentence(CAP), retryable=False)
         sessions = SessionIds(self._stores.kv, SESSION_KEY_PREFIX + task.id)
         # The owner's unlocked CLI tools only for the owner's own words in the owner's own chat.
         for_owner = self._owner_chat(task.chat) and (task.authority is None or task.authority.is_owner)
