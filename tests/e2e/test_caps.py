@@ -209,3 +209,19 @@ async def test_a_message_held_yesterday_is_answered_at_the_next_start(telegram, 
     now[0] += DAY
     await allowing(start_bot, user_daily_tokens=CAP, clock=lambda: now[0])
     assert (await telegram.await_sent(FRIEND, 3))[-1]["text"] == "answer: second question"
+
+
+async def test_usage_shows_the_caps_todays_spend_and_the_allowances(telegram, models, start_bot):
+    await _over_the_cap(telegram, models, start_bot, daily_tokens=100_000)
+    notice = await _notice(telegram)
+    telegram.user_sends(OWNER, "/usage")
+    usage = (await telegram.await_sent(OWNER, 2))[-1]["text"]
+    assert "Spending caps, tokens per UTC day" in usage
+    assert "• Everyone together: 1,200 of 100,000" in usage
+    assert "• Each person but the owner: 1,000" in usage and f"• telegram:{FRIEND}: 1,200 of 1,000" in usage
+    press = telegram.user_presses(OWNER, notice["message_id"], _button(telegram, notice, "Allow 1,000"))
+    assert await _answered(telegram, press) == "✓ Allowed 1,000 more today"
+    await telegram.await_sent(FRIEND, 3)
+    telegram.user_sends(OWNER, "/usage")
+    usage = (await telegram.await_sent(OWNER, 3))[-1]["text"]
+    assert f"• telegram:{FRIEND}: 2,400 of 2,000 (1,000 + 1,000 the owner allowed)" in usage
