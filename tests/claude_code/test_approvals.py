@@ -3,6 +3,8 @@ the same registry, so they wait for the owner's Approve like any other (ask_befo
 
 from __future__ import annotations
 
+import pytest
+
 from bicameral.tools.approvals import DENIED
 from tests.claude_code.conftest import SEND, routed
 from tests.conftest import OWNER
@@ -67,3 +69,28 @@ async def test_a_fetched_page_cannot_make_the_cli_send_elsewhere(telegram, model
     await eventually(_said(telegram, "done: denied"), "the CLI's answer", timeout=60)
     assert page.fetched == ["https://recipes.example/pie"]
     assert telegram.sent_messages(FRIEND) == []
+
+
+@pytest.mark.slow
+async def test_an_approval_may_take_longer_than_the_clis_own_tool_timeout(telegram, models, start_cc_bot, make_settings):
+    """The CLI gives up on an MCP call after 60 s unless told otherwise (MCP_TOOL_TIMEOUT): a call still waiting for
+    the owner here would then run after its model was told it timed out."""
+    _plugins(make_settings, ask_before=["jot_down"])
+    jot = Jot()
+
+    def decide(req: Request) -> Reply:
+        results = req.tool_results()
+        if not results:
+            return Reply(tool_calls=[ToolCall(JOT, {"text": "x"})])
+        if "sent message_id" in results[-1]["content"]:
+            return Reply(text="done")
+        return Reply(tool_calls=[ToolCall(SEND, {"text": "done: " + results[-1]["content"].split("\n")[0]})])
+
+    models.responder(routed(decide))
+    await start_cc_bot(extra_tools=[jot])
+    telegram.user_sends(OWNER, "note x")
+    asked = await _asked(telegram)
+    await quiet_for(70, "the CLI's default tool timeout would have cut the call by now")
+    telegram.user_presses(OWNER, asked["message_id"], _data(telegram, asked, "Approve"))
+    await eventually(_said(telegram, "done: jotted x"), "the CLI's answer", timeout=60)
+    assert jot.ran == ["x"]

@@ -10,6 +10,7 @@ import pytest
 
 from bicameral.claude_code.spec import (
     GATED_BUILTINS,
+    MCP_TOOL_TIMEOUT_MS,
     LaunchOptions,
     McpEndpoint,
     SpawnSpec,
@@ -172,7 +173,10 @@ def test_mcp_config_always_loads_our_server_with_its_token(tmp_path):
 
 def test_a_subscription_user_gets_no_api_key_and_no_traffic_switch(tmp_path):
     env = child_env({"PATH": "/usr/bin", "HOME": "/home/u"}, home=tmp_path, api_key=None, base_url=None, oauth_token=None)
-    assert env == {"PATH": "/usr/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude")}
+    assert env == {
+        "PATH": "/usr/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude"),
+        "MCP_TOOL_TIMEOUT": MCP_TOOL_TIMEOUT_MS,  # our own deadlines hold, not the CLI's 60 s
+    }
 
 
 def test_credentials_come_only_from_settings_and_a_base_url_disables_side_traffic(tmp_path):
@@ -188,6 +192,7 @@ def test_credentials_come_only_from_settings_and_a_base_url_disables_side_traffi
         "PATH": "/usr/bin",
         "HOME": str(tmp_path),
         "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude"),
+        "MCP_TOOL_TIMEOUT": MCP_TOOL_TIMEOUT_MS,
         "ANTHROPIC_API_KEY": "sk-ant-settings-key",
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -224,6 +229,7 @@ def test_only_the_allowlist_is_inherited_and_a_proxy_comes_only_from_settings(tm
         **{k: v for k, v in os.environ.items() if k.startswith("LC_")},
         "HOME": str(tmp_path / "home"),
         "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"),
+        "MCP_TOOL_TIMEOUT": MCP_TOOL_TIMEOUT_MS,
     }
     proxied = spec_of(options(tmp_path, proxy="http://configured:3128"), session_id=SESSION, resume=False)
     assert proxied.env["HTTPS_PROXY"] == proxied.env["HTTP_PROXY"] == "http://configured:3128"

@@ -16,6 +16,8 @@ from bicameral.redaction import REDACTED, Redactor
 
 MCP_SERVER_NAME = "bicameral"
 MCP_NAMESPACE = f"mcp__{MCP_SERVER_NAME}"
+# How long the CLI waits for one call to our tools, in ms: a day, so our own deadlines are the ones that hold.
+MCP_TOOL_TIMEOUT_MS = str(24 * 3600 * 1000)
 
 
 def our_name(cli_tool_name: str) -> str:
@@ -123,6 +125,9 @@ def child_env(
     env = child_process_env(base)
     env["HOME"] = str(home)
     env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+    # Our registry bounds every call (the tool timeout; ask_user and approvals by their own deadlines). The CLI's own
+    # cut (60 s) would leave a call waiting for a person running here while its model is told it timed out.
+    env["MCP_TOOL_TIMEOUT"] = MCP_TOOL_TIMEOUT_MS
     # With neither an API key nor a token the CLI falls back to a login stored in its (private) config dir.
     if api_key:
         env["ANTHROPIC_API_KEY"] = api_key
@@ -248,7 +253,7 @@ _EFFORTS = frozenset({"low", "medium", "high", "max"})
 # What `child_env` sets itself; everything else must be inheritable by the config allowlist.
 _ENV_SET_BY_US = frozenset(
     "HOME CLAUDE_CONFIG_DIR ANTHROPIC_API_KEY CLAUDE_CODE_OAUTH_TOKEN ANTHROPIC_BASE_URL "
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC HTTPS_PROXY HTTP_PROXY".split()
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC HTTPS_PROXY HTTP_PROXY MCP_TOOL_TIMEOUT".split()
 )
 
 
