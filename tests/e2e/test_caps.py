@@ -225,3 +225,23 @@ async def test_usage_shows_the_caps_todays_spend_and_the_allowances(telegram, mo
     telegram.user_sends(OWNER, "/usage")
     usage = (await telegram.await_sent(OWNER, 3))[-1]["text"]
     assert f"• telegram:{FRIEND}: 2,400 of 2,000 (1,000 + 1,000 the owner allowed)" in usage
+
+
+async def test_a_front_turn_refused_after_the_cap_was_crossed_is_held_until_allowed(telegram, models, start_bot):
+    def front(request: Request) -> Reply:
+        words = _answers(request).text
+        slow = "first" in words  # the second message arrives while the first turn runs, under the cap
+        return Reply(text=words, usage=(800, 400), latency=0.5 if slow else 0.0)
+
+    models.responder(front, model="front")
+    await allowing(start_bot, mode="bicameral", user_daily_tokens=CAP, delivery_pause_scale=0)
+    telegram.user_sends(FRIEND, "first question")
+    await models.await_requests(1, model="front")
+    telegram.user_sends(FRIEND, "second question")  # through the desk now: still under the cap
+    sent = await telegram.await_sent(FRIEND, 2)
+    assert [m["text"] for m in sent] == ["answer: first question", SORRY]
+    assert len(models.requests) == 1, "the second turn's front call was refused"
+    notice = await _notice(telegram)
+    press = telegram.user_presses(OWNER, notice["message_id"], _button(telegram, notice, "Allow until"))
+    assert await _answered(telegram, press) == "✓ Allowed until tomorrow"
+    assert (await telegram.await_sent(FRIEND, 3))[-1]["text"] == "answer: second question"

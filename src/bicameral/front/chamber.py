@@ -26,6 +26,7 @@ from bicameral.front.status import ago, duration
 from bicameral.markup import escape, quoteattr
 from bicameral.models.base import Completion, Message, Model, ModelError, TextBlock, complete
 from bicameral.models.metered import CAP
+from bicameral.models.scope import gave_up_on_cap
 from bicameral.sandbox.artifacts import SendLimits, available
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
@@ -170,6 +171,8 @@ class FrontChamber:
             )
         if isinstance(completion, ModelError):
             text = failure_sentence(completion.kind)
+            if completion.kind == CAP:
+                gave_up_on_cap()
             if schedule_id is not None:
                 text = gave_up(schedule_id, text, tries, self._stores.schedules)
             await self.delivery.say(

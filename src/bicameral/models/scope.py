@@ -17,10 +17,19 @@ class Spender:
 
     people: tuple[str, ...] = ()
     refused: str | None = None  # why, when a cap refused a call (the run then makes no more)
+    capped: bool = False  # the run gave up on a cap's refusal (the chamber said so): its messages wait
 
 
 # The run's spender: one object shared by what the run starts, so a refusal anywhere in it is seen where it runs.
 current_spender: ContextVar[Spender | None] = ContextVar("bicameral_current_spender", default=None)
+
+
+def gave_up_on_cap() -> None:
+    """The running turn answered with the cap's sentence instead of an answer: the lanes hold its messages (a call
+    refused later, such as a voice pass that falls back to the words as written, holds nothing)."""
+    spender = current_spender.get()
+    if spender is not None:
+        spender.capped = True
 
 
 def enter(chat: str, people: tuple[str, ...]) -> Spender:

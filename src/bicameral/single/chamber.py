@@ -20,6 +20,7 @@ from bicameral.failures import failure_sentence, stopped_turn
 from bicameral.markup import quoteattr
 from bicameral.models.base import MESSAGES, Message, ToolCall
 from bicameral.models.metered import CAP
+from bicameral.models.scope import gave_up_on_cap
 from bicameral.sandbox.artifacts import SendLimits
 from bicameral.scheduler.retry import FireRetry, gave_up, scheduled_task
 from bicameral.store import Stores
@@ -125,6 +126,8 @@ class SingleChamber:
             await progress.close()
         if result.error is not None:
             reply = failure_sentence(result.error.kind)
+            if result.error.kind == CAP:
+                gave_up_on_cap()
             if schedule_id is not None:
                 reply = gave_up(schedule_id, reply, tries, self._stores.schedules)
             self._save(turn.chat, transcript + [Message.assistant(f"(could not answer: {result.error.kind})")])

@@ -239,7 +239,7 @@ class Conversation:
         finally:
             if typing is not None:
                 typing.cancel()
-            if finished and spender.refused is not None and self.on_capped is not None:
+            if finished and spender.capped and self.on_capped is not None:
                 self.on_capped(batch + handed)  # told in one sentence; answered once the owner allows more
             elif finished:
                 # Not answered yet if the final message still waits in the outbox; a crash before the
