@@ -8,10 +8,15 @@ nowhere without the owner."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
 
 from pydantic import BaseModel
+from rich.console import Console as RichConsole
 
+from bicameral.app import App
+from bicameral.channels.terminal import TerminalChannel
 from bicameral.tools.approvals import CLOSED, DECIDED, DENIED, NOT_OWNER, UNKNOWN
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.web import WebFetch, untrusted
@@ -335,3 +340,26 @@ async def test_a_members_turn_is_untrusted_and_only_the_owner_approves_in_their_
     await eventually(lambda: len(page.fetched) == 2, "the approved fetch, then the member's own URL")
     assert page.fetched == ["https://recipes.example/more", "https://recipes.example/pie"]
     assert len(_approval_messages(telegram)) == 1, "the URL the member wrote needed no approval"
+
+
+async def test_at_the_terminal_the_owner_types_the_answer(models, make_settings):
+    """The terminal has no buttons: it lists them by number, and the owner at the keyboard types 1 or 2."""
+    _plugins(make_settings, ask_before=["jot_down"])
+    jot = Jot()
+    models.responder(_calls_then_says(ToolCall("jot_down", {"text": "x"}), ToolCall("jot_down", {"text": "y"})))
+    read_end, keyboard = os.pipe()
+    stdin = os.fdopen(read_end, "r")
+    screen = io.StringIO()
+    terminal = TerminalChannel(stdin=stdin, console=RichConsole(file=screen, width=200))
+    try:
+        async with App(make_settings(telegram_token=None), [terminal], extra_tools=[jot]):
+            os.write(keyboard, b"note x and y\n")
+            await eventually(lambda: screen.getvalue().count("Approve this tool call?") == 1, "the first request")
+            os.write(keyboard, b"1\n")
+            await eventually(lambda: screen.getvalue().count("Approve this tool call?") == 2, "the second request")
+            os.write(keyboard, b"deny\n")
+            await eventually(lambda: "results: jotted x | ERROR: denied by the owner" in screen.getvalue(), "the answer")
+            assert jot.ran == ["x"]
+    finally:
+        os.close(keyboard)
+        stdin.close()

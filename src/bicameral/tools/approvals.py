@@ -32,7 +32,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bicameral.events import AnswerPress, EditText, Inbound, SendText, chat_key, person_key, split_chat_key
+from bicameral.events import (
+    TRUSTED_CHANNELS,
+    AnswerPress,
+    EditText,
+    Inbound,
+    Role,
+    SendText,
+    chat_key,
+    sender_role,
+    split_chat_key,
+)
 from bicameral.store.approvals import Approval, ApprovalStore
 from bicameral.store.messages import MessageStore
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -50,6 +60,8 @@ APPROVE, DENY = "Approve", "Deny"
 _DATA = re.compile(r"a:([A-Za-z0-9_-]{8,32}):([01])")
 _PATTERN = re.compile(r"[A-Za-z0-9_.*-]{1,200}")
 _MAX_ARGS_CHARS = 300
+# At the terminal (no buttons; the labels are listed by number) the owner types the answer.
+_TYPED = {"1": True, APPROVE.casefold(): True, "2": False, DENY.casefold(): False}
 
 
 class AskBefore:
@@ -106,7 +118,8 @@ class Approvals:
         reason = why_ask(tool, args, ctx, self.ask_before)
         if reason is None:
             return None
-        if self._owner_id is None:
+        owner_chat = self._owner_chat(ctx.chat)
+        if owner_chat is None:
             return ToolResult.error(f"{DENIED}: {tool.name} needs the owner's approval, and no owner is configured")
         call = _digest(tool.name, raw_args)
         now = self._clock()
@@ -121,8 +134,6 @@ class Approvals:
         self._waiting[token] = decided
         try:
             if earlier is None:
-                channel, _ = split_chat_key(ctx.chat)
-                owner_chat = chat_key(channel, self._owner_id)
                 text = self._text(tool.name, raw_args, ctx, owner_chat, reason)
                 self._store.ask(token, ctx.chat, owner_chat, tool.name, call, text, now=now, deadline=deadline)
                 log.info("asking the owner to approve %s for %s", tool.name, ctx.chat)
@@ -147,13 +158,19 @@ class Approvals:
                 return earlier
         return None
 
+    def _owner_chat(self, chat: str) -> str | None:
+        """Where the owner is asked: their private chat on the asking chat's channel (the terminal is theirs)."""
+        channel, _ = split_chat_key(chat)
+        if channel in TRUSTED_CHANNELS:
+            return chat
+        return None if self._owner_id is None else chat_key(channel, self._owner_id)
+
     def _text(self, name: str, raw_args: dict[str, Any], ctx: ToolContext, owner_chat: str, reason: str) -> str:
         shown = self._redact(json.dumps(raw_args, ensure_ascii=False, sort_keys=True))
         if len(shown) > _MAX_ARGS_CHARS:
             shown = shown[:_MAX_ARGS_CHARS] + "…"
-        owner = chat_key(split_chat_key(owner_chat)[0], self._owner_id)
         people = ctx.authority.people
-        who = "you" if people == (owner,) else ", ".join(people) or "a scheduled run"
+        who = "you" if ctx.is_owner else ", ".join(people) or "a scheduled run"
         where = "this chat" if ctx.chat == owner_chat else ctx.chat
         minutes = max(1, round(self._timeout / 60))
         return (
@@ -162,9 +179,8 @@ class Approvals:
         )
 
     async def _send(self, token: str, owner_chat: str, text: str) -> bool:
-        owner = chat_key(split_chat_key(owner_chat)[0], self._owner_id)
         buttons = ((APPROVE, f"{PRESS_PREFIX}{token}:1"), (DENY, f"{PRESS_PREFIX}{token}:0"))
-        sent = await self._perform(SendText(chat=owner_chat, text=text, audience=(owner,), buttons=buttons))
+        sent = await self._perform(SendText(chat=owner_chat, text=text, buttons=buttons))
         if not sent.ok:
             self._store.close(token, "expired", self._clock())
             log.warning("could not ask the owner for an approval: %s", sent.error)
@@ -174,7 +190,10 @@ class Approvals:
         return True
 
     async def take(self, inbound: Inbound) -> Inbound | None:
-        """What goes on: anything but an approval's press unchanged; an approval's press is consumed here."""
+        """What goes on: anything but an approval's press unchanged; an approval's press is consumed here (and at the
+        terminal, which has no buttons, the owner's typed 1/approve or 2/deny while a call waits)."""
+        if inbound.kind == "message" and inbound.channel in TRUSTED_CHANNELS:
+            return await self._typed(inbound)
         if inbound.kind != "press" or inbound.press is None or not inbound.press.data.startswith(PRESS_PREFIX):
             return inbound
         self._messages.mark_consumed([inbound.row_id])
@@ -193,6 +212,21 @@ class Approvals:
         await self._answer_press(inbound, "✓ Approved" if approve else "✗ Denied")
         await self._closed(approval.token, "→ approved" if approve else "→ denied")
         return None
+
+    async def _typed(self, inbound: Inbound) -> Inbound | None:
+        words = inbound.text.strip().casefold()
+        if words not in _TYPED:
+            return inbound
+        for token, waiter in reversed(self._waiting.items()):
+            approval = self._store.get(token)
+            if approval is None or waiter.done() or approval.owner_chat != inbound.chat:
+                continue
+            approve = _TYPED[words]
+            if self._store.close(token, "approved" if approve else "denied", self._clock()):
+                self._messages.mark_consumed([inbound.row_id])
+                waiter.set_result(approve)
+                return None
+        return inbound
 
     def sieve(self, then: Callable[[Inbound], Awaitable[None]]) -> Callable[[Inbound], Awaitable[None]]:
         """`then`, with approvals' presses taken out first."""
@@ -216,7 +250,7 @@ class Approvals:
             or (approval.message_id is not None and approval.message_id != inbound.message_id)
         ):
             return UNKNOWN, None, False
-        if self._owner_id is None or person_key(inbound) != chat_key(inbound.channel, self._owner_id):
+        if sender_role(inbound.channel, inbound.sender.id, self._owner_id) is not Role.OWNER:
             return NOT_OWNER, None, False
         if approval.state == "expired":
             return CLOSED, None, False
