@@ -53,6 +53,8 @@ DECLARED: dict[str, tuple[bool | str, bool]] = {
     "send_file": (False, False),  # to this chat only
     "send_message": (False, False),  # to this chat only
     "send_to_chat": (True, False),
+    "skill_list": (False, False),  # the owner's and the shipped skills: theirs, not untrusted content
+    "skill_read": (False, False),
     "sub_agent": (False, False),  # its tools go through the same gate; what it read taints the caller
     "web_fetch": ("url", True),
     "web_search": (False, True),  # its query goes only to the configured search service

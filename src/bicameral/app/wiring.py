@@ -267,7 +267,7 @@ class App:
         # Through the outbox: once a reminder is recorded there, its delivery survives retries and restarts.
         delivery = FireDelivery(
             self.outbox.perform, self.stores.messages, self.conversation.submit,
-            followup_stale_after_seconds=settings.away_after_seconds,
+            followup_stale_after_seconds=settings.away_after_seconds, skills=self.stores.skills,
         )
         return Scheduler(self.stores.schedules, delivery, clock=self._clock)
 

@@ -21,6 +21,7 @@ from bicameral.events import Inbound, Sender, SendText, split_chat_key
 from bicameral.store.messages import MessageStore
 from bicameral.store.schedule_times import lateness
 from bicameral.store.schedules import Fire
+from bicameral.store.skills import SkillError, Skills
 from bicameral.types import Perform
 
 log = logging.getLogger(__name__)
@@ -44,12 +45,14 @@ class FireDelivery:
         *,
         late_after_seconds: float = 60.0,
         followup_stale_after_seconds: float = 1800.0,
+        skills: Skills | None = None,
     ) -> None:
         self._perform = perform
         self._messages = messages
         self._submit = submit
         self._late_after = late_after_seconds
         self._followup_stale_after = followup_stale_after_seconds
+        self._skills = skills
 
     async def __call__(self, fire: Fire) -> bool:
         if fire.kind == "followup":
@@ -75,8 +78,8 @@ class FireDelivery:
             # Not a platform's message id: an answer to the fire replies to nothing (see Turn.reply_anchor).
             message_id=f"schedule-{fire.schedule_id}-fire-{fire.id}",
             sender=Sender(id=person, name="scheduled task"),
-            text=f'<scheduled_task id="{fire.schedule_id}"{late and " late=" + repr(lateness(fire.late_by))}>\n'
-            f"{fire.body}\n</scheduled_task>",
+            text=f'<scheduled_task id="{fire.schedule_id}"{late and " late=" + repr(lateness(fire.late_by))}'
+            f"{f' skill={fire.skill!r}' if fire.skill else ''}>\n{self._task(fire)}\n</scheduled_task>",
             ts=fire.fired_at,
             kind="synthetic",
             chat_type="private" if fire.private else "group",
@@ -89,6 +92,28 @@ class FireDelivery:
         if row_id is not None:
             await self._submit(replace(inbound, row_id=row_id))
         return True
+
+    def _task(self, fire: Fire) -> str:
+        """What a scheduled task asks: its text, or the instructions of the skill it carries with its text as context.
+
+        The skill is the schedule's own field (set through schedule_create), never words in the text: a person who
+        types the same words sends plain text."""
+        if fire.skill is None:
+            return fire.body
+        try:
+            if self._skills is None:
+                raise SkillError("skills are not available here")
+            skill = self._skills.require(fire.skill)
+        except SkillError as exc:
+            log.warning("schedule %d's skill %s is not available: %s", fire.schedule_id, fire.skill, exc)
+            return (
+                f"This task was to run the skill {fire.skill!r}, which is not available now ({exc}). Tell the person "
+                f"so in one line, so they can fix it or cancel schedule #{fire.schedule_id}.\nThe schedule says: {fire.body}"
+            )
+        return (
+            f"Run the skill {skill.name!r}: follow its instructions below.\n<skill_instructions>\n{skill.instructions}\n"
+            f"</skill_instructions>\nThe schedule says: {fire.body}"
+        )
 
     async def _follow_up(self, fire: Fire) -> bool:
         spoke = self._messages.last_inbound_at(fire.chat)

@@ -19,6 +19,7 @@ from bicameral.store.pairing import PairingStore
 from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.schedules import ScheduleStore
 from bicameral.store.sessions import SessionStore
+from bicameral.store.skills import Skills
 from bicameral.store.tool_calls import ToolCallStore
 from bicameral.store.unauthorized import UnauthorizedStore
 from bicameral.store.usage import UsageStore
@@ -41,6 +42,7 @@ class Stores:
     usage: UsageStore
     pairing: PairingStore
     caps: CapStore
+    skills: Skills  # the shipped skills and the owner's (read when first asked for)
     redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
     @classmethod
@@ -67,6 +69,7 @@ class Stores:
             usage=UsageStore(db),
             pairing=PairingStore(db),
             caps=CapStore(db),
+            skills=Skills(beside / "skills"),
             redact=redact,
         )
 

@@ -50,6 +50,7 @@ class Schedule:
     created_at: float = 0.0
     # Everyone who wrote any of its text, at the least role among them: a fire runs with no more rights.
     authority: Authority | None = None
+    skill: str | None = None  # a task that runs this skill's instructions (migration 018)
 
     @property
     def recurring(self) -> bool:
@@ -74,6 +75,7 @@ class Fire:
     fired_at: float
     set_at: float | None = None  # when the schedule was set (None for fires recorded before it was kept)
     authority: Authority | None = None  # the schedule's when it fired (None: recorded before it was kept)
+    skill: str | None = None  # the skill it runs, as the schedule had it when it fired
 
     @property
     def late_by(self) -> float:
@@ -116,6 +118,7 @@ class ScheduleStore:
         limit: int | None = None,
         protected: str | None = None,
         authority: Authority | None = None,
+        skill: str | None = None,
     ) -> Schedule:
         """Add a schedule; over `limit` live ones for the creator raises ScheduleLimitError (checked in the same write)."""
         with self._db.tx() as conn:
@@ -129,10 +132,10 @@ class ScheduleStore:
                     raise ScheduleLimitError(f"{creator} has {live} schedules (limit {limit})")
             cursor = conn.execute(
                 """INSERT INTO schedules (chat, creator, private, kind, body, cron, tz, next_due, protected, created_at,
-                                         authority)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                         authority, skill)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (chat, creator, int(private), kind, body, cron, tz, next_due, protected, now,
-                 authority.dumps() if authority else None),
+                 authority.dumps() if authority else None, skill),
             )
             schedule_id = int(cursor.lastrowid or 0)
         self._changed()
@@ -225,21 +228,22 @@ class ScheduleStore:
         return {row[0]: (int(row[1]), float(row[2])) for row in rows}
 
     def keep_protected(
-        self, key: str, *, chat: str, creator: str, body: str, tz: str, cron: str, next_due: float, now: float
+        self, key: str, *, chat: str, creator: str, body: str, tz: str, cron: str, next_due: float, now: float,
+        skill: str | None = None,
     ) -> Schedule:
-        """The protected schedule `key`, created or brought back to life with this body and rule."""
+        """The protected schedule `key`, created or brought back to life with this body, rule and skill."""
         existing = self.by_key(key)
         if existing is None:
             return self.create(
                 chat=chat, creator=creator, kind="task", body=body, tz=tz, next_due=next_due, now=now, cron=cron,
-                protected=key,
+                protected=key, skill=skill,
             )
         with self._db.tx() as conn:
             unchanged = existing.state == "active" and existing.cron == cron and existing.tz == tz and existing.chat == chat
             conn.execute(
                 """UPDATE schedules SET chat = ?, creator = ?, body = ?, tz = ?, cron = ?, state = 'active',
-                   next_due = ? WHERE id = ?""",
-                (chat, creator, body, tz, cron, existing.next_due if unchanged else next_due, existing.id),
+                   next_due = ?, skill = ? WHERE id = ?""",
+                (chat, creator, body, tz, cron, existing.next_due if unchanged else next_due, skill, existing.id),
             )
         self._changed()
         kept = self.get(existing.id)
@@ -309,14 +313,15 @@ class ScheduleStore:
             assert schedule.next_due is not None
             cursor = conn.execute(
                 """INSERT INTO schedule_fires (schedule_id, chat, creator, private, kind, body, due_at, fired_at, set_at,
-                                              authority)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                              authority, skill)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (schedule.id, schedule.chat, schedule.creator, int(schedule.private), schedule.kind, schedule.body,
-                 schedule.next_due, now, schedule.created_at, schedule.authority.dumps() if schedule.authority else None),
+                 schedule.next_due, now, schedule.created_at, schedule.authority.dumps() if schedule.authority else None,
+                 schedule.skill),
             )
             fire_id = int(cursor.lastrowid or 0)
         return Fire(fire_id, schedule.id, schedule.chat, schedule.creator, schedule.private, schedule.kind,
-                    schedule.body, schedule.next_due, now, schedule.created_at, schedule.authority)
+                    schedule.body, schedule.next_due, now, schedule.created_at, schedule.authority, schedule.skill)
 
     def pending_fires(self) -> list[Fire]:
         rows = self._db.query("SELECT * FROM schedule_fires WHERE status = 'pending' ORDER BY id")
@@ -351,7 +356,7 @@ def _schedule(row: sqlite3.Row) -> Schedule:
         id=row["id"], chat=row["chat"], creator=row["creator"], private=bool(row["private"]), kind=row["kind"],
         body=row["body"], cron=row["cron"], tz=row["tz"], state=row["state"], next_due=row["next_due"],
         last_fired=row["last_fired"], protected=row["protected"], created_at=row["created_at"],
-        authority=Authority.loads(row["authority"]),
+        authority=Authority.loads(row["authority"]), skill=row["skill"],
     )
 
 
@@ -359,5 +364,5 @@ def _fire(row: sqlite3.Row) -> Fire:
     return Fire(
         id=row["id"], schedule_id=row["schedule_id"], chat=row["chat"], creator=row["creator"],
         private=bool(row["private"]), kind=row["kind"], body=row["body"], due_at=row["due_at"], fired_at=row["fired_at"],
-        set_at=row["set_at"], authority=Authority.loads(row["authority"]),
+        set_at=row["set_at"], authority=Authority.loads(row["authority"]), skill=row["skill"],
     )

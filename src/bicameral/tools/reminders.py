@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from bicameral.store.schedule_times import BadTime, local_to_epoch, next_cron, readable, shortest_gap, zone
 from bicameral.store.schedules import Schedule, ScheduleLimitError, ScheduleStore
+from bicameral.store.skills import SkillError
 from bicameral.tools.base import Tool, ToolContext, ToolResult
 
 _TEN_YEARS_MINUTES = 10 * 366 * 24 * 60
@@ -32,6 +33,11 @@ class CreateArgs(When):
         default="text", description="'text': send the text as a reminder. 'task': do the work described, then report."
     )
     timezone: str | None = Field(default=None, max_length=64, description="IANA zone; default: the user's own.")
+    skill: str | None = Field(
+        default=None, max_length=100,
+        description="A skill (from skill_list) to run when it fires: a task whose instructions are the skill's, "
+        "with `text` as what it is about.",
+    )
 
 
 class ListArgs(BaseModel):
@@ -53,6 +59,8 @@ NumberedT = TypeVar("NumberedT", IdArgs, EditArgs)
 def describe(schedule: Schedule) -> str:
     """One line a person can read: number, what, when, how often, whether paused."""
     what = ("⏰ " if schedule.kind == "text" else "⚙️ task: ") + _short(schedule.body)
+    if schedule.skill:
+        what += f" (skill {schedule.skill})"
     when = readable(schedule.next_due, schedule.tz) if schedule.next_due is not None else "no time"
     every = f", repeats `{schedule.cron}`" if schedule.cron else ""
     paused = " [paused]" if schedule.state == "paused" else ""
@@ -153,6 +161,13 @@ class CreateSchedule(Tool[CreateArgs]):
             return ToolResult.error(_UNAVAILABLE)
         creator = _creator(ctx)
         now = ctx.now().timestamp()
+        skill = args.skill.strip() if args.skill else None
+        if skill is not None:
+            try:
+                skill = ctx.stores.skills.require(skill).name if ctx.stores is not None else None
+            except SkillError as exc:
+                return ToolResult.error(str(exc))
+        kind: Literal["text", "task"] = "task" if skill else args.kind  # a skill is carried out, never just sent
         try:
             tz = args.timezone or user_timezone(store, creator)
             zone(tz)
@@ -161,17 +176,18 @@ class CreateSchedule(Tool[CreateArgs]):
             return ToolResult.error(str(exc))
         try:
             schedule = store.create(
-                chat=ctx.chat, creator=creator, kind=args.kind, body=args.text.strip(), tz=tz, next_due=due, now=now,
+                chat=ctx.chat, creator=creator, kind=kind, body=args.text.strip(), tz=tz, next_due=due, now=now,
                 cron=cron, private=ctx.reach is None or not ctx.reach.group, limit=store.policy.per_user,
-                authority=ctx.authority,
+                authority=ctx.authority, skill=skill,
             )
         except ScheduleLimitError:
             return ToolResult.error(
                 f"you already have {store.policy.per_user} schedules, the most allowed; cancel some first"
             )
-        label = "Reminder" if args.kind == "text" else "Scheduled task"
+        label = "Reminder" if kind == "text" else "Scheduled task"
         repeat = f", then repeating `{cron}`" if cron else ""
-        return ToolResult(f"{label} #{schedule.id} set for {readable(due, tz)}{repeat}.")
+        runs = f", running the skill {skill}" if skill else ""
+        return ToolResult(f"{label} #{schedule.id} set for {readable(due, tz)}{repeat}{runs}.")
 
 
 class ListSchedules(Tool[ListArgs]):
