@@ -59,6 +59,11 @@ def child_env_allows(name: str) -> bool:
     return name in _CHILD_ENV_NAMES or name.startswith(_CHILD_ENV_PREFIXES)
 
 
+def environment_variable(name: str) -> str | None:
+    """A `${VAR}` of plugins.json's `mcps`, read from this process's environment when its server starts; empty is unset."""
+    return os.environ.get(name) or None
+
+
 def child_process_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allowed part of `environ` (this process's environment by default), for a child to inherit."""
     source = os.environ if environ is None else environ
@@ -143,6 +148,8 @@ class Settings(BaseSettings):
     tool_error_max_count: int = Field(default=3, ge=1)
     tool_error_window_seconds: float = Field(default=60.0, gt=0)
     tool_timeout_seconds: float = Field(default=120.0, gt=0)
+    # How long an external MCP server (plugins.json `mcps`) may take to start and list its tools.
+    plugin_start_timeout_seconds: float = Field(default=20.0, gt=0)
     # How long `ask_user` waits for the person's answer before it goes on with "no answer".
     ask_timeout_seconds: float = Field(default=600.0, gt=0)
     # How long a tool call waits for the owner's Approve or Deny (plugins.json's ask_before, untrusted content)

@@ -60,12 +60,34 @@ async def tools_for(settings: Settings, left_out: list[str] | None = None) -> li
     """
     run = RunCommand(run_sandbox(settings))
     tools = [tool for tool in discover_tools() if tool.name != run.name]
+    tools += await plugin_tools(settings, left_out)
     if why := await run.why_off():
         log.warning("the run tool is off: %s", why)
         if left_out is not None:
             left_out.append(f"the run tool is off: {why}")
         return tools
     return [*tools, run]
+
+
+async def plugin_tools(settings: Settings, left_out: list[str] | None = None) -> list[Tool[Any]]:
+    """The tools of plugins.json's external MCP servers (`mcps`), each server started to list them; none: no import."""
+    from bicameral.mcp.plugins import load_plugins
+
+    entries = load_plugins(settings.resolved_plugins_path).mcps
+    if not entries:
+        return []
+    from bicameral.config import child_process_env, environment_variable
+    from bicameral.mcp.plugin_tools import ExternalTools
+
+    external = ExternalTools(
+        entries, lookup=environment_variable, base_env=child_process_env(), start_timeout=settings.plugin_start_timeout_seconds
+    )
+    tools = await external.load()
+    for line in external.problems:
+        log.warning("%s", line)
+    if left_out is not None:
+        left_out.extend(external.problems)
+    return tools
 
 
 # --- Settings, read here once: what each component is given ---

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -35,6 +36,8 @@ class PluginsConfig(BaseModel):
     builtin_tools_disabled: tuple[str, ...] = ()
     # Tool names (`*` a wildcard) whose every call waits for the owner's approval (tools/approvals.py), in every mode.
     ask_before: tuple[str, ...] = ()
+    # External MCP servers (mcp/external.py): each entry is checked on its own, so a bad one is left out, not fatal.
+    mcps: tuple[Any, ...] = ()
 
     @field_validator("ask_before")
     @classmethod

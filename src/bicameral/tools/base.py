@@ -105,6 +105,12 @@ class Tool(Generic[ArgsT]):
         if "owner_only" not in cls.__dict__:
             cls.owner_only = cls.reads_files or cls.runs_programs
 
+    def json_schema(self) -> dict[str, Any]:
+        """The arguments' JSON Schema as the model is shown it; a plugin's tool gives its server's own."""
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
     def reaches_out(self, args: ArgsT, ctx: ToolContext) -> bool:
         """Whether this call acts outside the workspace; a tool whose answer depends on its arguments overrides it."""
         return self.acts_outside

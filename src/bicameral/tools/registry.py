@@ -66,7 +66,9 @@ class ToolRegistry:
         self._timeout = timeout
         # Asked before every call whether the owner must approve it first (tools/approvals.py); None: never.
         self.approver = approver
-        self._specs = [ToolSpec(name=t.name, description=t.description, input_schema=_schema(t)) for t in self._tools.values()]
+        self._specs = [
+            ToolSpec(name=t.name, description=t.description, input_schema=t.json_schema()) for t in self._tools.values()
+        ]
 
     @classmethod
     def discover(cls, **kwargs: Any) -> ToolRegistry:
@@ -161,12 +163,6 @@ class ToolRegistry:
             # The model may quote a tool's error to the user: it gets a plain account, the log the evidence.
             log.error("tool %s raised: %s", name, failure_detail(exc))
             return ToolResult.error(f"{name} failed unexpectedly (an internal error; the owner can find it in the log)")
-
-
-def _schema(tool: Tool[Any]) -> dict[str, Any]:
-    schema = tool.args_model.model_json_schema()
-    schema.pop("title", None)
-    return schema
 
 
 def _brief(exc: ValidationError) -> str:
