@@ -1,6 +1,7 @@
 """Skills end to end, through the fake Bot API and the scripted model: the model lists and reads them, a schedule
-carrying one hands the executor its instructions when it fires, the same words typed by a person are plain text,
-and the self-reflection schedule runs its shipped skill."""
+carrying one hands the executor its instructions when it fires (in both modes), the same words typed by a person
+are plain text, the self-reflection schedule runs its shipped skill, the owner's skill wins over a shipped one, and
+`skills_disabled` hides one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from bicameral.store import Stores
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 
@@ -40,6 +42,18 @@ async def test_the_model_lists_and_reads_a_skill(telegram, models, start_bot):
     assert "- morning-briefing: A short morning briefing" in listed and "- self-reflection: " in listed
     assert BRIEFING_STEP in models.requests[2].tool_results()[0]["content"]
     assert {"skill_list", "skill_read"} <= set(models.requests[0].tool_names)
+
+
+async def test_the_owners_skill_wins_over_a_shipped_one(telegram, models, start_bot, make_settings):
+    skills = make_settings().data_dir / "skills"
+    _skill(skills, "morning-briefing", "---\nname: morning-briefing\ndescription: Mine, shorter.\n---\n# My own briefing\n")
+    models.responder(_reader)
+    await start_bot()
+    telegram.user_sends(OWNER, "what's on today?")
+    [answer] = await telegram.await_sent(OWNER, 1)
+    assert answer["text"] == "read: # My own briefing", "the owner's skill of the same name wins"
+    listed = models.requests[1].tool_results()[0]["content"]
+    assert "- morning-briefing: Mine, shorter." in listed and "self-reflection" in listed
 
 
 async def test_a_schedule_carrying_a_skill_runs_its_instructions(telegram, models, start_bot):
@@ -89,4 +103,51 @@ async def test_self_reflection_fires_with_its_skills_instructions(telegram, mode
     assert answer["text"] == "Nothing to learn today."
     fired = models.requests[0].last_user_text()
     assert "## 5. Ask the owner" in fired and "Never change instruction files without the owner" in fired
+
+
+async def test_skills_disabled_hides_a_skill(telegram, models, start_bot, make_settings):
+    settings = make_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.resolved_plugins_path.write_text('{"skills_disabled": ["morning-briefing"]}')
+
+    def respond(req: Request) -> Reply:
+        results = req.tool_results()
+        if not results:
+            return Reply(tool_calls=[ToolCall("skill_list", {}), ToolCall("skill_read", {"name": "morning-briefing"})])
+        return Reply(text=" | ".join(r["content"].splitlines()[0] for r in results))
+
+    models.responder(respond)
+    await start_bot()
+    telegram.user_sends(OWNER, "what skills do you have?")
+    [answer] = await telegram.await_sent(OWNER, 1)
+    assert answer["text"].startswith("• self-reflection: ") and "morning-briefing" not in answer["text"].split(" | ")[0]
+    assert "there is no skill named 'morning-briefing'" in answer["text"]
+
+
+async def test_in_two_chamber_mode_the_back_gets_the_skills_instructions(telegram, models, start_bot, make_settings):
+    settings = make_settings(mode="bicameral", delivery_pause_scale=0)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    stores = Stores.open(settings.db_path)
+    try:
+        now = time.time()
+        stores.schedules.create(
+            chat=f"telegram:{OWNER}", creator=f"telegram:{OWNER}", kind="task", body="my morning", tz="UTC",
+            now=now, next_due=now - 1, skill="morning-briefing",
+        )
+    finally:
+        stores.close()
+
+    def front(req: Request) -> Reply:
+        said = req.last_user_text()
+        if "<result>" in said:
+            return Reply(text="Here it is: " + said.split("<result>")[-1].split("</result>")[0].strip())
+        return Reply(tool_calls=[ToolCall("spawn", {"spec": "Do the scheduled task.", "label": "brief"})])
+
+    models.responder(front, model="front")
+    models.script(Reply(text="The day is clear."), model="back")
+    await start_bot(mode="bicameral", delivery_pause_scale=0)
+    [answer] = await telegram.await_sent(OWNER, 1, timeout=15)
+    assert "The day is clear." in answer["text"]
+    [back] = models.requests_for("back")
+    assert BRIEFING_STEP in back.last_user_text(), "the task the back runs carries the skill's instructions"
 

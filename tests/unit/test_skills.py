@@ -1,5 +1,5 @@
 """Skills: loaded and validated from the package and the owner's folder, a bad one left out with its reason, the
-owner's winning on a name clash, a hidden one neither listed nor read, files read only inside a skill's folder."""
+owner's winning on a name clash, `skills_disabled` hiding one, files read only inside a skill's folder."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bicameral.errors import PluginsError
+from bicameral.mcp.plugins import load_plugins
 from bicameral.store import Stores
 from bicameral.store.skills import MAX_FILE_BYTES, SHIPPED, SkillError, Skills
 from bicameral.tools.base import ToolContext
@@ -136,6 +138,15 @@ def test_skills_disabled_hides_one_and_names_one_that_is_none(shipped: Path, own
     with pytest.raises(SkillError, match="no skill named 'beta'"):
         skills.read("beta")
     assert skills.problems() == ["skills_disabled names 'nosuch', which is no skill"]
+
+
+def test_plugins_json_reads_skills_disabled_and_refuses_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "plugins.json"
+    path.write_text('{"skills_disabled": ["morning-briefing"]}')
+    assert load_plugins(path).skills_disabled == ("morning-briefing",)
+    path.write_text('{"skills_disabled": ["../etc"]}')
+    with pytest.raises(PluginsError, match="is not a skill name"):
+        load_plugins(path)
 
 
 def test_reading_a_skills_files_stays_inside_its_folder(tmp_path: Path, shipped: Path, owner: Path) -> None:

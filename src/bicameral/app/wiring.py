@@ -149,6 +149,7 @@ class App:
             ask_before=AskBefore(load_plugins(settings.resolved_plugins_path).ask_before),
             timeout=settings.approval_timeout_seconds, redact=self.stores.redact, clock=self._clock,
         )
+        self.stores.skills.hide(load_plugins(settings.resolved_plugins_path).skills_disabled)  # in every mode
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
         web: list[Tool[Any]] = [web_fetch_tool(settings), web_search_tool(settings)]
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.

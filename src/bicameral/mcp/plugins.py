@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bicameral.errors import PluginsError
+from bicameral.store.skills import NAME as SKILL_NAME
 from bicameral.tools.approvals import AskBefore
 from bicameral.tools.registry import ToolRegistry
 
@@ -38,11 +39,21 @@ class PluginsConfig(BaseModel):
     ask_before: tuple[str, ...] = ()
     # External MCP servers (mcp/external.py): each entry is checked on its own, so a bad one is left out, not fatal.
     mcps: tuple[Any, ...] = ()
+    # Skills to hide (store/skills.py): neither listed, nor readable, nor run by a schedule.
+    skills_disabled: tuple[str, ...] = ()
 
     @field_validator("ask_before")
     @classmethod
     def _tool_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         AskBefore(value)  # a ValueError names the bad entry
+        return value
+
+    @field_validator("skills_disabled")
+    @classmethod
+    def _skill_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [name for name in value if not SKILL_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"{bad[0][:80]!r} is not a skill name (lowercase letters, digits and hyphens)")
         return value
 
 
