@@ -11,6 +11,7 @@ from tests.support.access import write_access
 from tests.support.chat import until_sent
 
 STRANGER = 2002
+UNTRUSTED = '<untrusted_content source="mcp:'
 ECHO = ToolCall("mcp__everything__echo", {"message": "hi plugin"})
 
 
@@ -20,7 +21,7 @@ def calling(calls: dict[str, ToolCall]):
     def respond(req: Request) -> Reply:
         results = req.tool_results()
         if results:
-            return Reply(text=f"result: {results[0]['content'][:400]}")  # an error's reads "ERROR: ..."
+            return Reply(text=f"result: {inner(results[0]['content'])[:400]}")  # an error's reads "ERROR: ..."
         last = req.last_user_text()
         for word, call in calls.items():
             if word in last:
@@ -28,6 +29,16 @@ def calling(calls: dict[str, ToolCall]):
         return Reply(text="hello")
 
     return respond
+
+
+def inner(content: str) -> str:
+    """What the server said, out of the untrusted-content wrapper every plugin result comes in."""
+    if UNTRUSTED not in content:
+        return content
+    before, after = content.split(UNTRUSTED, 1)
+    body, closed, rest = after.split("\n", 3)[3].rpartition("\n</untrusted_content>")
+    assert closed, f"the wrapper is closed: {content[-200:]!r}"
+    return before + body + rest
 
 
 async def _reply(telegram, chat: int, count: int = 1) -> str:
@@ -42,6 +53,7 @@ async def test_a_stdio_servers_tool_is_offered_with_its_own_schema_and_called(
     await start_bot()
     telegram.user_sends(OWNER, "echo please")
     assert await _reply(telegram, OWNER) == "result: Echo: hi plugin"
+    assert models.requests[1].tool_results()[0]["content"].startswith(f"{UNTRUSTED}everything\">\nThis is what")
     offered = {t["function"]["name"]: t["function"] for t in models.requests[0].tools}
     assert "mcp__everything__get-sum" in offered
     schema = offered["mcp__everything__echo"]["parameters"]
@@ -109,8 +121,9 @@ async def test_variables_are_filled_at_start_and_an_unset_one_skips_the_server(
     await start_bot()
     telegram.user_sends(OWNER, "env please")
     reply = await _reply(telegram, OWNER)
-    assert '"THE_TOKEN": "tok-123"' in models.requests[1].tool_results()[0]["content"] or "tok-123" in reply
+    assert reply.startswith("result: ")
     environment = models.requests[1].tool_results()[0]["content"]
+    assert '"THE_TOKEN": "tok-123"' in environment
     assert "test-key" not in environment and "BICAMERAL" not in environment, "a clean environment"
     assert "mcp__ghost__echo" not in models.requests[0].tool_names
     telegram.user_sends(OWNER, "/audit")

@@ -26,7 +26,7 @@ TOOLS = [
     ),
     types.Tool(name="big", description="Returns 10 MB", input_schema={"type": "object"}),
     types.Tool(name="odd name/é!", description="A name no model API takes as is", input_schema={"type": "object"}),
-    types.Tool(name="bad_schema", description="Not JSON Schema", input_schema={"type": "object", "properties": {"x": 1}}),
+    types.Tool(name="bad_schema", description="Not a schema", input_schema={"type": "object", "properties": {"x": {"type": 9}}}),
     types.Tool(name="die", description="Kills the server", input_schema={"type": "object"}),
     types.Tool(name="hang", description="Never answers", input_schema={"type": "object"}),
     types.Tool(name="pid", description="The server's process id", input_schema={"type": "object"}),
