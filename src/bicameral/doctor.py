@@ -33,6 +33,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _back_model,
         _claude_cli,
         _sandbox,
+        _plugins,
     ]
     all_ok = True
     for check in checks:
@@ -144,3 +145,30 @@ async def _sandbox(settings: Settings) -> Check:
         return Check("sandbox", False, f"the run tool is off: {why}", required=False)
     # Which bounds really hold here: a command's whole tree where cgroups can be written, else each process's.
     return Check("sandbox", True, f"bubblewrap runs; the run tool is on (owner only); {sandbox.bounds()}", required=False)
+
+
+async def _plugins(settings: Settings) -> Check:
+    """Each external MCP server of plugins.json's `mcps`: its transport, whether it starts, how many tools it offers."""
+    from bicameral.mcp.plugins import load_plugins
+
+    try:
+        entries = load_plugins(settings.resolved_plugins_path).mcps
+    except Exception as exc:
+        return Check("plugins", False, str(exc))
+    if not entries:
+        return Check("plugins", True, "no external MCP servers (plugins.json mcps)", required=False)
+    from bicameral.config import child_process_env, environment_variable
+    from bicameral.mcp.plugin_tools import ExternalTools
+
+    external = ExternalTools(
+        entries, lookup=environment_variable, base_env=child_process_env(), start_timeout=settings.plugin_start_timeout_seconds
+    )
+    tools = await external.load()
+    for tool in tools:
+        await tool.aclose()
+    order = [server.name for server in external.servers]
+    started = sorted((s for s in external.statuses if s.started), key=lambda status: order.index(status.name))
+    # What did not start, or was left out, is a problem line naming the plugin and why.
+    lines = [f"{s.name} ({s.transport}): starts, {s.tools} tool{'s' if s.tools != 1 else ''}" for s in started]
+    lines += external.problems
+    return Check("plugins", not external.problems, "\n  ".join(lines), required=False)

@@ -207,3 +207,28 @@ async def test_a_hanging_call_times_out_while_another_chat_is_answered(telegram,
     assert await _reply(telegram, STRANGER, 2) == "result: odd echo: m"
     assert not telegram.sent_messages(OWNER), "the same server answers other calls while one hangs"
     assert await _reply(telegram, OWNER) == "result: ERROR: mcp__odd__hang failed: the odd plugin did not answer within 4s"
+
+
+async def test_doctor_lists_each_plugin_its_transport_whether_it_starts_and_its_tools(make_settings, npm_servers, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from bicameral.doctor import _plugins
+
+    settings = make_settings()
+    write_plugins(
+        settings,
+        everything_stdio(npm_servers),
+        odd_server("exit", name="quitter"),
+        everything_stdio(npm_servers, name="ghost", env={"KEY": "${PLUGIN_DOCTOR_UNSET}"}),
+    )
+    check = await _plugins(settings)
+    out = io.StringIO()
+    Console(file=out, width=300).print(check.detail)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("everything (stdio): starts, ") and lines[0].endswith(" tools")
+    assert int(lines[0].split(", ")[1].split()[0]) >= 10
+    assert lines[1].startswith("  plugin quitter is left out: the quitter plugin failed to start")
+    assert lines[2] == "  plugin ghost is skipped: PLUGIN_DOCTOR_UNSET is not set"
+    assert not check.ok and not check.required

@@ -84,6 +84,7 @@ class ExternalTools:
     ) -> None:
         self.servers, self.problems = parse_servers(entries)
         self.statuses: list[PluginStatus] = []
+        self._lines: dict[str, list[str]] = {}
         self._lookup = lookup
         self._base_env = base_env
         self._start_timeout = start_timeout
@@ -91,6 +92,8 @@ class ExternalTools:
     async def load(self) -> list[Tool[Any]]:
         """Every tool the servers offer; a server that cannot start, or a tool that is malformed, gets a problem line."""
         loaded = await asyncio.gather(*(self._load(server) for server in self.servers))
+        # The lines in the entries' order, whichever server answered first.
+        self.problems += [line for server in self.servers for line in self._lines.get(server.name, [])]
         return [tool for tools in loaded for tool in tools]
 
     async def _load(self, server: ExternalServer) -> list[Tool[Any]]:
@@ -127,7 +130,7 @@ class ExternalTools:
             why = "it has no name" if not listed.name else (
                 f"{full!r} is longer than {MAX_NAME} characters" if len(full) > MAX_NAME else f"another tool is also {full!r}"
             )
-            self.problems.append(f"plugin {server.name}'s tool {shown} is left out: {why}")
+            self._lines.setdefault(server.name, []).append(f"plugin {server.name}'s tool {shown} is left out: {why}")
             return None
         if server.allowed_tools and not _allowed(full, server):
             return None
@@ -139,7 +142,7 @@ class ExternalTools:
             validator_cls.check_schema(schema)
         except SchemaError as exc:
             why = f"its input schema is not valid JSON Schema ({exc.message[:200]})"
-            self.problems.append(f"plugin {server.name}'s tool {shown} is left out: {why}")
+            self._lines.setdefault(server.name, []).append(f"plugin {server.name}'s tool {shown} is left out: {why}")
             return None
         taken.add(full)
         description = f"{listed.description[:MAX_DESCRIPTION]} (a tool of the {server.name} plugin)".strip()
@@ -162,7 +165,7 @@ class ExternalTools:
 
     def _note(self, server: ExternalServer, started: bool, tools: int, problem: str | None) -> None:
         if problem is not None:
-            self.problems.append(problem)
+            self._lines.setdefault(server.name, []).append(problem)
         self.statuses.append(PluginStatus(server.name, server.type, started, tools, problem))
 
 
