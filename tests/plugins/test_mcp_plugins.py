@@ -232,3 +232,24 @@ async def test_doctor_lists_each_plugin_its_transport_whether_it_starts_and_its_
     assert lines[1].startswith("  plugin quitter is left out: the quitter plugin failed to start")
     assert lines[2] == "  plugin ghost is skipped: PLUGIN_DOCTOR_UNSET is not set"
     assert not check.ok and not check.required
+
+
+async def test_after_a_plugins_answer_a_tool_not_declared_read_only_waits_for_the_owner(
+    telegram, models, start_bot, make_settings
+):
+    write_plugins(make_settings(), odd_server())
+    script = iter([
+        Reply(tool_calls=[ToolCall("mcp__odd__pid", {})]),  # runs: nothing untrusted read yet
+        Reply(tool_calls=[ToolCall("mcp__odd__echo", {"message": "x"})]),  # read-only: runs although tainted
+        Reply(tool_calls=[ToolCall("mcp__odd__pid", {})]),  # acts outside after untrusted content: asks
+    ])
+    models.responder(lambda req: next(script, None) or Reply(text="done: " + inner(req.tool_results()[0]["content"])))
+    await start_bot()
+    telegram.user_sends(OWNER, "go")
+    [asked] = await telegram.await_sent(OWNER, 1, timeout=30)
+    assert asked["text"].startswith("Approve this tool call?") and "mcp__odd__pid" in asked["text"]
+    assert len(models.requests) == 3 and "odd echo: x" in models.requests[2].tool_results()[0]["content"]
+    buttons = dict(telegram.inline_buttons(OWNER, asked["message_id"]))
+    telegram.user_presses(OWNER, asked["message_id"], buttons["Deny"])
+    reply = (await telegram.await_sent(OWNER, 2, timeout=30))[-1]["text"]
+    assert reply.startswith("done: ") and "denied by the owner" in reply
