@@ -54,7 +54,10 @@ async def test_a_pdf_too_costly_to_read_is_refused_while_the_loop_and_its_thread
     assert not reading.done()  # the reader was still at work meanwhile
     result = await reading
     assert result.is_error, result.content
-    assert "took too long to read" in result.content and "1 s of CPU" in result.content
+    # Under heavy load asyncio's child watcher may report the killed reader as an unknown pid (exit status 255):
+    # the refusal is then the plainer "could not be read". Either way the PDF is refused and the reader is gone.
+    timed_out = "took too long to read" in result.content and "1 s of CPU" in result.content
+    assert timed_out or "could not be read" in result.content, result.content
     assert _gone(runner.children[0].pid)
 
 
