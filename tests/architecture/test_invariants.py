@@ -18,6 +18,7 @@ MAY_WRITE_FILES = {
     "store/memory_files.py": "atomic writes of the memory and instruction Markdown files",
     "store/learnings.py": "the append-only learnings file",
     "observe/logs.py": "the rotated JSON log",
+    "mcp/plugin_tools.py": "the external MCP servers' tool lists, kept so a server starts on first use",
     "gate/access.py": "access.json, changed by the owner's /allow and /deny",
     "channels/telegram/media.py": "attachments of admitted messages, under data/attachments/",
     "claude_code/capture.py": "the wire capture of CLI sessions",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
-from tests.plugins.conftest import everything_stdio, odd_server, write_plugins
+from tests.plugins.conftest import REPO, everything_stdio, odd_server, write_plugins
 from tests.support.access import write_access
 from tests.support.chat import until_sent
 
@@ -253,3 +253,21 @@ async def test_after_a_plugins_answer_a_tool_not_declared_read_only_waits_for_th
     telegram.user_presses(OWNER, asked["message_id"], buttons["Deny"])
     reply = (await telegram.await_sent(OWNER, 2, timeout=30))[-1]["text"]
     assert reply.startswith("done: ") and "denied by the owner" in reply
+
+
+async def test_a_server_whose_tools_are_known_starts_on_first_use(telegram, models, start_bot, make_settings, tmp_path):
+    starts = tmp_path / "starts.log"
+    settings = make_settings()
+    write_plugins(settings, odd_server(env={"PYTHONPATH": str(REPO), "ODD_STARTS": str(starts)}))
+    models.responder(calling({"pid": ToolCall("mcp__odd__pid", {})}))
+    first = await start_bot()
+    assert len(starts.read_text().splitlines()) == 1, "started once, to list its tools"
+    await first.stop()
+    assert (settings.data_dir / "plugins_tools.json").exists()
+
+    await start_bot()
+    assert len(starts.read_text().splitlines()) == 1, "the kept list is offered: nothing started"
+    telegram.user_sends(OWNER, "pid?")
+    reply = await _reply(telegram, OWNER)
+    assert reply.startswith("result: ") and "mcp__odd__pid" in models.requests[0].tool_names
+    assert len(starts.read_text().splitlines()) == 2, "started by the call"

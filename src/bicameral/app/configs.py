@@ -70,7 +70,8 @@ async def tools_for(settings: Settings, left_out: list[str] | None = None) -> li
 
 
 async def plugin_tools(settings: Settings, left_out: list[str] | None = None) -> list[Tool[Any]]:
-    """The tools of plugins.json's external MCP servers (`mcps`), each server started to list them; none: no import."""
+    """The tools of plugins.json's external MCP servers (`mcps`); a server whose list is not kept yet is started to list
+    them, the others on first use. No `mcps`: the client library is not even imported."""
     from bicameral.mcp.plugins import load_plugins
 
     entries = load_plugins(settings.resolved_plugins_path).mcps
@@ -80,7 +81,8 @@ async def plugin_tools(settings: Settings, left_out: list[str] | None = None) ->
     from bicameral.mcp.plugin_tools import ExternalTools
 
     external = ExternalTools(
-        entries, lookup=environment_variable, base_env=child_process_env(), start_timeout=settings.plugin_start_timeout_seconds
+        entries, lookup=environment_variable, base_env=child_process_env(), start_timeout=settings.plugin_start_timeout_seconds,
+        cache=settings.data_dir / "plugins_tools.json",  # known lists: those servers start on first use
     )
     tools = await external.load()
     for line in external.problems:

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +55,11 @@ class RemoteServer:
         base_env: dict[str, str],
         start_timeout: float = 20.0,
         clock: Callable[[], float] = time.monotonic,
+        on_start: Callable[[RemoteServer], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         self.server = server
+        self._on_start = on_start
+        self._listed = False  # whether a listing started it (then there is nothing to compare afterwards)
         self._lookup = lookup
         self._base_env = base_env
         self._start_timeout = start_timeout
@@ -69,12 +72,14 @@ class RemoteServer:
         self._retry_at = 0.0
         self._tail: _Tail | None = None
         self._ready: asyncio.Future[Any] | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     @property
     def name(self) -> str:
         return self.server.name
 
     async def list_tools(self) -> list[RemoteTool]:
+        self._listed = True
         session = await self._ensure()
         try:
             listed = await asyncio.wait_for(session.list_tools(), self._start_timeout)
@@ -129,6 +134,10 @@ class RemoteServer:
                 self._retry_at = self._clock() + backoff_delay(_BACKOFF_BASE, _BACKOFF_CAP, self._failures)
                 raise
             self._failures = 0
+            if self._on_start is not None and not self._listed:
+                task = asyncio.create_task(self._on_start(self), name=f"plugin-{self.name}-relist")
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
             return self._session
 
     async def _start(self) -> Any:
