@@ -53,7 +53,7 @@ def reports(
     configured model (`model_status`; without it, each model says no call was recorded)."""
     not_loaded = list(left_out)
     if config.unread_plugins is not None:
-        not_loaded.append(f"{config.unread_plugins}: only ask_before applies (the rest is the Claude Code executor's)")
+        not_loaded.append(f"{config.unread_plugins}: only ask_before and mcps apply (the rest is the Claude Code executor's)")
     unrecorded = [f"{ref} ({parts}): no call recorded yet" for ref, parts in config.models.items()]
     return Reports(
         health=HealthSources(
