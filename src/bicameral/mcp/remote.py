@@ -113,6 +113,8 @@ class RemoteServer:
         return _text(result), bool(getattr(result, "is_error", False))
 
     async def aclose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
         await self._drop()
 
     # --- the session's life ---
