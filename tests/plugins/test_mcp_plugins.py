@@ -271,3 +271,30 @@ async def test_a_server_whose_tools_are_known_starts_on_first_use(telegram, mode
     reply = await _reply(telegram, OWNER)
     assert reply.startswith("result: ") and "mcp__odd__pid" in models.requests[0].tool_names
     assert len(starts.read_text().splitlines()) == 2, "started by the call"
+
+
+async def test_a_two_chamber_task_calls_a_plugin_tool(telegram, models, start_bot, make_settings, npm_servers):
+    from tests.support.chat import eventually
+
+    write_plugins(make_settings(), everything_stdio(npm_servers))
+    models.script(
+        Reply(tool_calls=[ToolCall("spawn", {"spec": "Echo 'from the back'.", "label": "echo"}),
+                          ToolCall("reply", {"text": "on it"})]),
+        model="front",
+    )
+    models.responder(lambda req: Reply(text=req.last_user_text().split("<result>")[-1].split("</result>")[0]), model="front")
+
+    def back(req: Request) -> Reply:
+        results = req.tool_results()
+        if not results:
+            return Reply(tool_calls=[ToolCall("mcp__everything__echo", {"message": "from the back"})])
+        return Reply(text="The echo said: " + inner(results[0]["content"]))
+
+    models.responder(back, model="back")
+    await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=150)
+    telegram.user_sends(OWNER, "echo something from the back")
+    await eventually(
+        lambda: any("The echo said: Echo: from the back" in m["text"] for m in telegram.sent_messages(OWNER)),
+        "the task's result delivered", timeout=30,
+    )
+    assert "mcp__everything__echo" in models.requests_for("back")[0].tool_names
