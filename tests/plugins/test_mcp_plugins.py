@@ -298,3 +298,14 @@ async def test_a_two_chamber_task_calls_a_plugin_tool(telegram, models, start_bo
         "the task's result delivered", timeout=30,
     )
     assert "mcp__everything__echo" in models.requests_for("back")[0].tool_names
+
+
+async def test_ask_before_takes_plugin_tool_names(telegram, models, start_bot, make_settings, npm_servers):
+    write_plugins(make_settings(), everything_stdio(npm_servers), ask_before=["mcp__everything__*"])
+    models.responder(calling({"echo": ECHO}))
+    await start_bot()
+    telegram.user_sends(OWNER, "echo please")
+    [asked] = await telegram.await_sent(OWNER, 1, timeout=30)
+    assert asked["text"].startswith("Approve this tool call?") and "mcp__everything__echo" in asked["text"]
+    telegram.user_presses(OWNER, asked["message_id"], dict(telegram.inline_buttons(OWNER, asked["message_id"]))["Approve"])
+    assert (await telegram.await_sent(OWNER, 2, timeout=30))[-1]["text"] == "result: Echo: hi plugin"
