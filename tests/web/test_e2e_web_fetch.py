@@ -42,11 +42,13 @@ async def test_anyone_allowed_to_talk_may_fetch_and_a_refusal_reaches_the_model(
         _answer_from_the_page,
     )
     await start_bot(extra_tools=[WebFetch(local_fetcher())], debounce_ms=0)
-    telegram.user_sends(STRANGER, "read the metadata service")
+    # The addresses are in the person's own words: a fetch of one they did not give would wait for the owner's
+    # approval (docs/security.md, untrusted content), which tests/e2e/test_approvals.py covers.
+    telegram.user_sends(STRANGER, "read http://169.254.169.254/latest/meta-data/")
     refused = await telegram.await_sent(STRANGER, 1, timeout=30)
     assert "cloud metadata address" in refused[0]["text"]
     assert "web_fetch" in models.requests[0].tool_names
-    telegram.user_sends(STRANGER, "then the lighthouse page")
+    telegram.user_sends(STRANGER, f"then the lighthouse page {site.url('/page.html')}")
     sent = await telegram.await_sent(STRANGER, 2, timeout=30)
     assert sent[1]["text"] == "It was first lit in 1874."
 
