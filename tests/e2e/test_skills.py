@@ -1,7 +1,7 @@
 """Skills end to end, through the fake Bot API and the scripted model: the model lists and reads them, a schedule
 carrying one hands the executor its instructions when it fires (in both modes), the same words typed by a person
-are plain text, the self-reflection schedule runs its shipped skill, the owner's skill wins over a shipped one, and
-`skills_disabled` hides one."""
+are plain text, the self-reflection schedule runs its shipped skill, the owner's skill wins over a shipped one,
+`skills_disabled` hides one, and a bad skill shows in /audit while the rest keep working."""
 
 from __future__ import annotations
 
@@ -151,3 +151,25 @@ async def test_in_two_chamber_mode_the_back_gets_the_skills_instructions(telegra
     [back] = models.requests_for("back")
     assert BRIEFING_STEP in back.last_user_text(), "the task the back runs carries the skill's instructions"
 
+
+async def test_a_bad_skill_shows_in_audit_and_the_rest_keep_working(telegram, models, start_bot, make_settings):
+    skills = make_settings().data_dir / "skills"
+    _skill(skills, "broken", "---\nname: broken\ndescription: [oops\n---\nNever read.\n")
+    _skill(skills, "sneaky", "---\nname: ../../etc\ndescription: A name that is a path.\n---\nNever read.\n")
+    (skills / "huge").mkdir()
+    with (skills / "huge" / "SKILL.md").open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)  # sparse: no disk used
+    models.responder(_reader)
+    await start_bot()
+
+    telegram.user_sends(OWNER, "what's on today?")
+    [answer] = await telegram.await_sent(OWNER, 1)
+    assert answer["text"] == "read: # Morning briefing", "the good skills keep working"
+    listed = models.requests[1].tool_results()[0]["content"]
+    assert all(bad not in listed for bad in ("broken", "sneaky", "huge"))
+
+    telegram.user_sends(OWNER, "/audit")
+    audit = (await telegram.await_sent(OWNER, 2))[1]["text"]
+    assert "skill 'broken'" in audit and "not valid YAML" in audit
+    assert "skill 'sneaky'" in audit and "not its folder's name" in audit
+    assert "skill 'huge'" in audit and "SKILL.md is 50.0 MB" in audit

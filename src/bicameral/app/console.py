@@ -53,14 +53,19 @@ def reports(
     configured model (`model_status`; without it, each model says no call was recorded)."""
     not_loaded = list(left_out)
     if config.unread_plugins is not None:
-        not_loaded.append(f"{config.unread_plugins}: only ask_before and mcps apply (the rest is the Claude Code executor's)")
+        not_loaded.append(
+            f"{config.unread_plugins}: only ask_before, mcps and skills_disabled apply (the rest is the Claude Code executor's)"
+        )
     unrecorded = [f"{ref} ({parts}): no call recorded yet" for ref, parts in config.models.items()]
     return Reports(
         health=HealthSources(
             stores.messages, stores.outbox, tasks, stores.schedules, config.data_dir, started_at, paused,
             model_status=model_status or (lambda: unrecorded), clock=clock,
         ),
-        audit=AuditSources(stores.tool_calls, stores.unauthorized, lambda: not_loaded, redact=stores.redact, clock=clock),
+        audit=AuditSources(
+            stores.tool_calls, stores.unauthorized, lambda: [*not_loaded, *stores.skills.problems()], redact=stores.redact,
+            clock=clock,
+        ),
         logs=LogSource(config.log_file, stores.redact),
     )
 
