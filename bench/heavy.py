@@ -153,7 +153,8 @@ async def run_heavy(samples: int = SAMPLES, limits: ExtractLimits | None = None)
                 result.alone.append(await _plain(telegram, n))
             started = time.monotonic()
             for i in range(HEAVY_USERS):
-                telegram.user_sends(FIRST_HEAVY_CHAT + i, ASK_HEAVY)
+                # The address is in their own words: a fetch of one they did not give waits for the owner's approval.
+                telegram.user_sends(FIRST_HEAVY_CHAT + i, f"{ASK_HEAVY} at {url}")
             wanted = min(HEAVY_USERS, result.limits.concurrent)
             await wait_until(lambda: _readers() >= wanted, timeout=HEAVY_TIMEOUT, interval=0.01)
             for n in range(samples, 2 * samples):

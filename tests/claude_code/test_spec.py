@@ -274,7 +274,7 @@ def test_plugins_file_unlocks_groups_and_hides_tools(tmp_path):
         ("{not json", "not valid JSON"),
         (json.dumps({"tool_groups": {"shell": True}}), "tool_groups.shell"),
         (json.dumps({"tool_groups": {"bash": "yes please"}}), "tool_groups.bash"),
-        (json.dumps({"mcps": []}), "mcps"),
+        (json.dumps({"mcpz": []}), "mcpz"),  # a key it does not know
     ],
 )
 def test_a_broken_plugins_file_is_a_clear_error(tmp_path, content, expected):
