@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from bicameral.events import Action, ActionResult
+from bicameral.events import Action, ActionResult, Inbound
 
 Clock = Callable[[], float]
 """Seconds on a monotonic or wall clock, injected so tests control time."""
@@ -14,3 +14,17 @@ Sleep = Callable[[float], Awaitable[None]]
 
 Perform = Callable[[Action], Awaitable[ActionResult]]
 """Carries out an action on a channel and reports what happened."""
+
+Submit = Callable[[Inbound], Awaitable[None]]
+Take = Callable[[Inbound], Awaitable[Inbound | None]]  # what goes on, or None when the step kept the inbound
+
+
+def sieved(take: Take, then: Submit) -> Submit:
+    """`then`, for whatever `take` hands on: one step of intake that may keep a message (a press, an answer)."""
+
+    async def forward(inbound: Inbound) -> None:
+        taken = await take(inbound)
+        if taken is not None:
+            await then(taken)
+
+    return forward

@@ -188,10 +188,13 @@ class App:
             send=self.outbox.perform, access=access, pairing=pairing, stop=self.stop_with, started_at=started_at,
             left_out=left_out, clock=self._clock,
         )
+        # What the gate hands stored messages to, and what a restart replays through: presses and answers taken
+        # out by the steps they belong to (questions, approvals, caps), the rest to the console.
+        intake = self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit)))
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
-            self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit))), limiter,
+            intake, limiter,
             awaited=self.questions.awaits,
             clock=self._clock, send=self.outbox.perform, pairing=pairing,
         )
@@ -202,7 +205,7 @@ class App:
             log.info("channel %s ready", channel.name)
             self._in_background(channel.show_commands(self.console.menu()))
         await self.outbox.start()  # first delivers what the previous process left unsent
-        await self.conversation.recover(self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit))))
+        await self.conversation.recover(intake)
         self.scheduler = self._build_scheduler()
         await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,

@@ -46,7 +46,7 @@ from bicameral.events import (
 from bicameral.store.approvals import Approval, ApprovalStore
 from bicameral.store.messages import MessageStore
 from bicameral.tools.base import Tool, ToolContext, ToolResult
-from bicameral.types import Clock, Perform
+from bicameral.types import Clock, Perform, sieved
 
 log = logging.getLogger(__name__)
 
@@ -230,13 +230,7 @@ class Approvals:
 
     def sieve(self, then: Callable[[Inbound], Awaitable[None]]) -> Callable[[Inbound], Awaitable[None]]:
         """`then`, with approvals' presses taken out first."""
-
-        async def forward(inbound: Inbound) -> None:
-            taken = await self.take(inbound)
-            if taken is not None:
-                await then(taken)
-
-        return forward
+        return sieved(self.take, then)
 
     def _check_press(self, inbound: Inbound) -> tuple[str | None, Approval | None, bool]:
         """(why the press does nothing, or None; the approval; approve or deny)."""

@@ -31,7 +31,7 @@ from bicameral.events import AnswerPress, EditText, Inbound, SendText, person_ke
 from bicameral.store.messages import MessageStore
 from bicameral.store.questions import Question, QuestionStore
 from bicameral.tools.base import Tool, ToolContext, ToolResult
-from bicameral.types import Clock, Perform
+from bicameral.types import Clock, Perform, sieved
 
 log = logging.getLogger(__name__)
 
@@ -179,13 +179,7 @@ class Questions:
 
     def sieve(self, then: Callable[[Inbound], Awaitable[None]]) -> Callable[[Inbound], Awaitable[None]]:
         """`then`, with answers to questions taken out first."""
-
-        async def forward(inbound: Inbound) -> None:
-            taken = await self.take(inbound)
-            if taken is not None:
-                await then(taken)
-
-        return forward
+        return sieved(self.take, then)
 
     async def _pressed(self, inbound: Inbound) -> Inbound | None:
         refusal, question, label = self._check_press(inbound)
