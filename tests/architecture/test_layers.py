@@ -14,6 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import bicameral
+from tests.architecture.source import imported_module
 
 SRC = Path(bicameral.__file__).parent
 
@@ -86,15 +87,6 @@ def _module_of(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _absolute(node: ast.ImportFrom, package: str) -> str:
-    """The module a `from … import` names, relative ones resolved against the importing module's package."""
-    if node.level == 0:
-        return node.module or ""
-    parts = package.split(".")
-    base = parts[: len(parts) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
-
-
 def _import_graph(root: Path) -> dict[str, dict[str, int]]:
     """Each module of the package at `root` → the modules of that package it imports (any depth), each with a line."""
     paths = {_module_of(path, root): path for path in sorted(root.rglob("*.py"))}
@@ -106,7 +98,7 @@ def _import_graph(root: Path) -> dict[str, dict[str, int]]:
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = _absolute(node, package)
+                base = imported_module(node, package)
                 # `from bicameral.store import query` imports the module; `from bicameral.store import Stores`, the package.
                 names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base for alias in node.names]
             else:

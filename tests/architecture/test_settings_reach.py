@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 import bicameral
+from tests.architecture.source import imported_module
 
 SRC = Path(bicameral.__file__).parent
 
@@ -24,14 +25,6 @@ def _package(path: Path) -> str:
     return ".".join(["bicameral", *path.relative_to(SRC).parent.parts])
 
 
-def _absolute(node: ast.ImportFrom, package: str) -> str:
-    if node.level == 0:
-        return node.module or ""
-    parts = package.split(".")
-    base = parts[: len(parts) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
-
-
 def settings_imports(source: str, package: str) -> list[int]:
     """The lines where a module imports `Settings`, or names it through an imported `bicameral.config`."""
     tree = ast.parse(source)
@@ -39,7 +32,7 @@ def settings_imports(source: str, package: str) -> list[int]:
     config_imported = False
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            module = _absolute(node, package)
+            module = imported_module(node, package)
             names = {alias.name for alias in node.names}
             if module == "bicameral.config" and names & {"Settings", "*"}:
                 found.append(node.lineno)
