@@ -25,8 +25,9 @@ LAYERS: list[set[str]] = [
     # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the fixed services'
     # HTTP set-up, the one text normaliser, file names and folders
     {"types", "backoff", "observe", "prompts", "failures", "folders", "markup", "net", "text", "threads"},
-    {"models", "store", "channels", "sandbox", "web"},  # the parts: completion APIs, SQLite, platforms, sandbox, web
-    {"tools"},  # the registry and the tools
+    # the parts: completion APIs, SQLite, platforms, sandbox, web, headless Chromium
+    {"models", "store", "channels", "sandbox", "web", "browser"},
+    {"tools", "media"},  # the registry and the tools; reading what people send (documents, voice)
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)
     {"mcp", "agent", "tasks", "turns", "scheduler"},  # the machinery every mode shares
     {"gate", "front", "back", "single", "offline", "claude_code"},  # the intake and the chambers
