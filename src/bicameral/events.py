@@ -32,23 +32,36 @@ class Sender:
     is_admin: bool = False  # a group admin, where the channel can tell; may stop others' work and /reset
 
 
+AttachmentKind = Literal["photo", "document", "voice"]  # voice: a voice note or an audio file
+
+
 @dataclass(frozen=True)
 class Attachment:
     """A file the channel saved under the data dir; `path` is relative to it."""
 
-    kind: Literal["photo", "document"]
+    kind: AttachmentKind
     path: str
     mime: str | None = None
     name: str | None = None
     size: int = 0
     workspace_path: str | None = None  # its copy in the chat's workspace, where the file tools find it
+    # What reading it gave (media/intake.py, once, before the turn that answers it): a document's text (or its
+    # page-by-page digest when long) or a voice note's transcript; `note` is the sentence when there is none.
+    text: str | None = None
+    note: str | None = None
+    text_path: str | None = None  # a document's whole text, in the chat's workspace, for the file tools
+
+    @property
+    def read(self) -> bool:
+        """Whether intake has read it (photos need no reading: the model sees them)."""
+        return self.kind == "photo" or self.text is not None or self.note is not None
 
 
 @dataclass(frozen=True)
 class AttachmentRef:
     """A file on an inbound message, not downloaded yet: the gate has it fetched only for admitted senders."""
 
-    kind: Literal["photo", "document"]
+    kind: AttachmentKind
     file_id: str
     name: str
     size: int = 0

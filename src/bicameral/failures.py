@@ -42,6 +42,8 @@ SENTENCES: dict[str, str] = {
     "disk_full": "The disk that holds my data is nearly full. I'm using the space I kept in reserve so I can go on "
     "answering, and commands (`run`) are off until there is room again. Please free some space on the host "
     "(large files in data/workspaces/ are a good place to start).",
+    # files people send (media/)
+    "unreadable_file": "I couldn't read this file, so I only know its name.",
     # our own code
     "internal": "Something went wrong on my side while working on that. Please try again, and tell the owner "
     "if it keeps happening.",

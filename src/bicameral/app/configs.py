@@ -11,18 +11,22 @@ from bicameral.back.executor import BackConfig
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import ConfigError
+from bicameral.events import AttachmentKind
 from bicameral.front.chamber import FrontConfig
 from bicameral.gate.gate import GateConfig
+from bicameral.media.intake import AttachmentReader, MediaIntake
 from bicameral.models import ModelConfig
 from bicameral.sandbox.artifacts import SendLimits
 from bicameral.sandbox.runner import Sandbox
 from bicameral.scheduler.retry import FireRetry
 from bicameral.single import SingleConfig
+from bicameral.store.messages import MessageStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import discover_tools
 from bicameral.tools.shell import RunCommand
 from bicameral.tools.web import WebFetch, WebSearch
 from bicameral.turns.lanes import LaneConfig
+from bicameral.web.address import allowance_policy
 from bicameral.web.fetch import FetchLimits, WebFetcher
 from bicameral.web.search import DdgsSearcher
 
@@ -108,11 +112,17 @@ def web_fetch_tool(settings: Settings) -> WebFetch:
         timeout_seconds=settings.web_fetch_timeout_seconds,
         max_redirects=settings.web_fetch_max_redirects,
     )
-    return WebFetch(WebFetcher(limits))
+    return WebFetch(WebFetcher(limits, policy=allowance_policy(settings.web_allow_hosts)))
 
 
 def web_search_tool(settings: Settings) -> WebSearch:
     return WebSearch(DdgsSearcher(timeout_seconds=settings.web_search_timeout_seconds))
+
+
+def media_intake(settings: Settings, messages: MessageStore) -> MediaIntake:
+    """How sent files are read before a turn: a reader per kind, each loading its libraries on its first file."""
+    readers: dict[AttachmentKind, AttachmentReader] = {}
+    return MediaIntake(readers, data_dir=settings.data_dir, keep=lambda inbound: messages.rewrite(inbound.row_id, inbound))
 
 
 def gate_config(settings: Settings) -> GateConfig:

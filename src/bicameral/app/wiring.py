@@ -21,6 +21,7 @@ from bicameral.app.configs import (
     front_config,
     gate_config,
     lane_config,
+    media_intake,
     offline_config,
     single_config,
     tools_for,
@@ -172,6 +173,7 @@ class App:
             lanes_per_user_in_groups=two_chambers,
             typing_in_groups=not two_chambers,
             stores=self.stores,
+            media=media_intake(settings, self.stores.messages),
         )
         # Spending caps: what a cap stops waits between the console and the lanes, and the owner is asked.
         owner = settings.owner_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bicameral.events import Action, ActionResult
+from bicameral.events import Action, ActionResult, Attachment
 from bicameral.markup import quoteattr
 from bicameral.models.base import ImageBlock
 from bicameral.sandbox.artifacts import Outgoing
@@ -24,12 +24,18 @@ def task_brief(task: Task) -> str:
     files = [a for a in task.attachments if a.workspace_path]
     if files:
         parts.append("<files> (the user sent these; they are in your workspace, for the file tools and `run`)")
-        parts += [
-            f"<file kind={quoteattr(a.kind)} path={quoteattr(a.workspace_path or '')} size=\"{a.size}\"/>" for a in files
-        ]
+        parts += [_file(a) for a in files]
         parts.append("</files>")
     parts.append(f"Current time: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.")
     return "\n".join(parts)
+
+
+def _file(attachment: Attachment) -> str:
+    """One sent file: where it is, and where its text is (a document's whole text, read once at intake)."""
+    text = f" text_path={quoteattr(attachment.text_path)}" if attachment.text_path else ""
+    note = f" note={quoteattr(attachment.note)}" if attachment.note else ""
+    where = quoteattr(attachment.workspace_path or "")
+    return f'<file kind={quoteattr(attachment.kind)} path={where} size="{attachment.size}"{text}{note}/>'
 
 
 def task_images(task: Task) -> list[ImageBlock]:

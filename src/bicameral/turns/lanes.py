@@ -28,6 +28,7 @@ from bicameral.events import (
     person_key,
 )
 from bicameral.failures import command_failed, failure_detail, failure_sentence
+from bicameral.media.intake import MediaIntake
 from bicameral.models.scope import enter
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
@@ -82,6 +83,7 @@ class Conversation:
         typing_in_groups: bool = True,
         sleep: Sleep = asyncio.sleep,
         stores: Stores | None = None,
+        media: MediaIntake | None = None,
     ) -> None:
         self._config = config
         self._handler = handler
@@ -95,6 +97,8 @@ class Conversation:
         self._closing = False
         self._replies: set[asyncio.Task[ActionResult]] = set()
         self._stores = stores  # for the memory commands
+        # Reads the files people send (documents, voice) inside the turn's lane: a long read holds only its chat.
+        self._media = media
         # A turn a spending cap refused: its messages are handed here, kept unanswered (console/caps.py holds them).
         self.on_capped: Callable[[list[Inbound]], None] | None = None
 
@@ -167,6 +171,8 @@ class Conversation:
 
     def _may_join(self, lane: _Lane, inbound: Inbound) -> bool:
         """A message joins the running turn only if it neither lowers nor widens whose words the turn carries."""
+        if self._media is not None and self._media.unread(inbound):
+            return False  # its files are read before the turn that answers it, never half-way through one
         mine = authority_of(inbound, self._config.owner_id)
         return lane.turn_authority.joined(mine) == lane.turn_authority
 
@@ -225,6 +231,8 @@ class Conversation:
         finished = False
         try:
             async with self._slots:
+                if self._media is not None:
+                    batch[:] = await self._media.read_batch(batch)  # the turn holds this very list
                 log.info("turn %s in %s: %d message(s)", turn.turn_id, lane.chat, len(batch))
                 await self._handler.handle(turn)
             finished = True

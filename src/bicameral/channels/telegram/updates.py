@@ -116,7 +116,7 @@ def is_addressed(message: Message, bot: BotIdentity, bot_name: str) -> bool:
 
 
 def attachment_refs(message: Message) -> list[AttachmentRef]:
-    """The files on a message worth downloading: the largest photo size and any document."""
+    """The files on a message worth downloading: the largest photo size, any document, voice note or audio file."""
     refs: list[AttachmentRef] = []
     if message.photo:
         best = max(message.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
@@ -124,6 +124,12 @@ def attachment_refs(message: Message) -> list[AttachmentRef]:
     if message.document:
         doc = message.document
         refs.append(AttachmentRef("document", doc.file_id, doc.file_name or "document", doc.file_size or 0, doc.mime_type))
+    if message.voice:
+        voice = message.voice
+        refs.append(AttachmentRef("voice", voice.file_id, "voice.ogg", voice.file_size or 0, voice.mime_type or "audio/ogg"))
+    if message.audio:
+        audio = message.audio
+        refs.append(AttachmentRef("voice", audio.file_id, audio.file_name or "audio", audio.file_size or 0, audio.mime_type))
     return refs
 
 

@@ -74,6 +74,9 @@ class Message:
     caption_entities: tuple[Entity, ...] = ()
     photo: tuple[PhotoSize, ...] = ()
     document: Document | None = None
+    # A voice note and an audio file carry the same fields a document does (a voice note has no name).
+    voice: Document | None = None
+    audio: Document | None = None
     reply_to_message: Message | None = None
     media_group_id: str | None = None
     message_thread_id: int | None = None
@@ -133,6 +136,8 @@ def _message(data: JSONObject, where: str) -> Message:
         caption_entities=_entities(data, "caption_entities", where),
         photo=tuple(_photo_size(item, path) for item, path in _objects(data, "photo", where)),
         document=_nested(data, "document", _document, where),
+        voice=_nested(data, "voice", _document, where),
+        audio=_nested(data, "audio", _document, where),
         reply_to_message=_nested(data, "reply_to_message", _message, where),
         media_group_id=_string(data, "media_group_id", where),
         message_thread_id=_optional(data, "message_thread_id", int, where),
