@@ -127,8 +127,9 @@ class OfflineChamber:
         return datetime.fromtimestamp(self._clock(), UTC)
 
     def _intent(self, message: Inbound) -> Intent | None:
-        """Only a person's own typed words: no fired schedule, no files, nothing overheard."""
-        if message.kind != "message" or message.attachments or message.attachment_refs or not message.addressed:
+        """Only a person's own words, typed or spoken: no fired schedule, no other files, nothing overheard."""
+        files = any(a.kind != "voice" for a in message.attachments)  # a voice note's transcript is its text
+        if message.kind != "message" or files or message.attachment_refs or not message.addressed:
             return None
         return triage(message.text, self._config.bot_name)
 
