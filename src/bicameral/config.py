@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
+from ipaddress import ip_network
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -45,6 +48,26 @@ def parse_model_ref(value: str) -> ModelRef:
     if provider != "local" and (":" not in value or not value.split(":", 1)[1]):
         raise ValueError(f"{value!r} names no model; write it as {provider}:<model>")
     return ModelRef(value)
+
+
+_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+
+
+def allow_host_entry(entry: str) -> str:
+    """One BICAMERAL_WEB_ALLOW_HOSTS entry normalised (a network as CIDR, a name in lower case); ValueError otherwise."""
+    entry = entry.strip()
+    try:
+        return str(ip_network(entry, strict=False))
+    except ValueError:
+        pass
+    name = entry.rstrip(".").lower()
+    labels = name.split(".")
+    if len(name) <= 253 and all(_HOST_LABEL.match(label) for label in labels) and not labels[-1].isdigit():
+        return name
+    raise ValueError(
+        f"{entry[:100]!r} is neither a host name (nas.local), an address (192.168.1.20) nor a CIDR block "
+        "(192.168.1.0/24); list them separated by commas"
+    )
 
 
 # What a child process (the `claude` executor) may inherit from ours: an allowlist of paths, locale,
@@ -170,6 +193,9 @@ class Settings(BaseSettings):
     web_fetch_timeout_seconds: float = Field(default=20.0, gt=0)
     web_fetch_max_redirects: int = Field(default=5, ge=0, le=20)
     web_search_timeout_seconds: float = Field(default=15.0, gt=0)
+    # Hosts, addresses and CIDR blocks that web_fetch and the browser may reach although they are private (a home
+    # server): comma-separated in the environment, a list in bicameral.toml. Cloud metadata addresses stay refused.
+    web_allow_hosts: Annotated[tuple[str, ...] | None, NoDecode] = None
     # sub_agent: the delegated loop's own step limit, below the parent's so one delegation stays bounded.
     sub_agent_max_iterations: int = Field(default=10, ge=1)
     max_session_messages: int = Field(default=60, ge=4)
@@ -249,6 +275,14 @@ class Settings(BaseSettings):
             elif self.openai_api_key is not None:
                 setattr(self, name, defaults["openai"])
         return self
+
+    @field_validator("web_allow_hosts", mode="before")
+    @classmethod
+    def _check_allow_hosts(cls, value: Any) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        entries = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(allow_host_entry(str(entry)) for entry in entries if str(entry).strip())
 
     @field_validator("timezone")
     @classmethod

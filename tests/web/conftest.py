@@ -154,10 +154,10 @@ def _handler(site_box: list[Site]) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve_site() -> Iterator[Site]:
-    """Run the local server in a thread until the generator is closed."""
+def serve_site(address: str = "127.0.0.1") -> Iterator[Site]:
+    """Run the local server on `address` in a thread until the generator is closed."""
     box: list[Site] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(box))
+    server = ThreadingHTTPServer((address, 0), _handler(box))
     server.daemon_threads = True
     box.append(Site(port=server.server_address[1]))
     thread = threading.Thread(target=server.serve_forever, daemon=True)

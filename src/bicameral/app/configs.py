@@ -112,7 +112,7 @@ def web_fetch_tool(settings: Settings) -> WebFetch:
         timeout_seconds=settings.web_fetch_timeout_seconds,
         max_redirects=settings.web_fetch_max_redirects,
     )
-    return WebFetch(WebFetcher(limits, policy=allowance_policy(settings.web_allow_hosts)))
+    return WebFetch(WebFetcher(limits, policy=allowance_policy(settings.web_allow_hosts or ())))
 
 
 def web_search_tool(settings: Settings) -> WebSearch:

@@ -1,4 +1,4 @@
-"""Which addresses web_fetch may reach: every numeric spelling normalised, only public unicast allowed."""
+"""Which addresses web_fetch and the browser may reach: every numeric spelling normalised, public unicast only."""
 
 from __future__ import annotations
 
@@ -99,20 +99,29 @@ def _kind(address: IPAddress) -> str | None:
 
 @dataclass(frozen=True)
 class AddressPolicy:
-    """Public unicast addresses only; `allowed` exempts networks (a test-only allowance for a local server)."""
+    """Public unicast addresses only, but for the owner's allowances (BICAMERAL_WEB_ALLOW_HOSTS): networks in `allowed`,
+    and hosts named in `allowed_names` (lower case, no trailing dot) whatever they resolve to. Cloud metadata addresses
+    stay refused through every allowance."""
 
     allowed: tuple[Network, ...] = ()
     allowed_ports: frozenset[int] = field(default=_WEB_PORTS)
+    allowed_names: frozenset[str] = frozenset()
 
-    def refusal(self, address: IPAddress) -> str | None:
-        """A sentence saying why the address is refused, or None when it may be reached."""
+    def refusal(self, address: IPAddress, name: str | None = None) -> str | None:
+        """A sentence saying why the address is refused, or None when it may be reached; `name`: the host name as written
+        in the URL when the address came from resolving it (None for an address written as such)."""
+        if address in _METADATA:
+            return f"{address} is a cloud metadata address"
+        if isinstance(address, IPv6Address) and embedded_ipv4(address) in _METADATA:
+            return _leads(address)
+        if name is not None and name.rstrip(".").lower() in self.allowed_names:
+            return None
         if self._exempt(address):
             return None
         if isinstance(address, IPv6Address):
             inner = embedded_ipv4(address)
             if inner is not None:
-                kind = _kind(inner)  # the test allowance never extends to an address hidden inside another
-                return f"{address} leads to {inner}, {kind}" if kind else None
+                return _leads(address)  # an allowance never extends to an address hidden inside another
             if address.scope_id:
                 return f"{address} has a zone, so it only means something on this machine"
         kind = _kind(address)
@@ -125,3 +134,22 @@ class AddressPolicy:
         if port in self.allowed_ports or port >= 1024:
             return None
         return f"port {port} is refused (only 80, 443 and ports from 1024 up are fetched)"
+
+
+def _leads(address: IPv6Address) -> str | None:
+    """Why an IPv6 address carrying an IPv4 one is refused (judged by the one it carries), or None when that is public."""
+    inner = embedded_ipv4(address)
+    kind = _kind(inner) if inner is not None else None
+    return f"{address} leads to {inner}, {kind}" if kind else None
+
+
+def allowance_policy(entries: tuple[str, ...]) -> AddressPolicy:
+    """The policy for BICAMERAL_WEB_ALLOW_HOSTS's entries (checked by Settings): networks and host names."""
+    networks: list[Network] = []
+    names: set[str] = set()
+    for entry in entries:
+        try:
+            networks.append(ip_network(entry, strict=False))
+        except ValueError:
+            names.add(entry.rstrip(".").lower())
+    return AddressPolicy(allowed=tuple(networks), allowed_names=frozenset(names))

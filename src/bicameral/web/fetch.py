@@ -62,7 +62,7 @@ class Page:
 
 
 @dataclass(frozen=True)
-class _Hop:
+class Hop:
     """One checked request: the URL as asked, and the address it must go to."""
 
     url: httpx.URL
@@ -100,7 +100,7 @@ class WebFetcher:
             current = url
             for _ in range(self.limits.max_redirects + 1):
                 try:
-                    hop = await self._check(current)
+                    hop = await self.check(current)
                 except AddressRefused as exc:
                     if current == url:
                         raise
@@ -120,7 +120,7 @@ class WebFetcher:
             self._system_tls = await asyncio.to_thread(httpx.create_ssl_context, trust_env=False)
         return self._system_tls
 
-    async def _check(self, url: str) -> _Hop:
+    async def check(self, url: str) -> Hop:
         """Parse and check one URL and resolve its host once; AddressRefused names the reason."""
         if len(url) > _MAX_URL_CHARS:
             raise AddressRefused(f"the URL is longer than {_MAX_URL_CHARS} characters")
@@ -156,10 +156,10 @@ class WebFetcher:
             if not addresses:
                 raise FetchFailed(f"could not resolve {host}")
         for address in addresses:
-            why = self.policy.refusal(address)
+            why = self.policy.refusal(address, host if literal is None else None)
             if why:
                 raise AddressRefused(_refusal(host, literal, why))
-        return _Hop(url=parsed, address=addresses[0], by_name=literal is None)
+        return Hop(url=parsed, address=addresses[0], by_name=literal is None)
 
     def _refuse_numeric_spelling(self, url: str) -> None:
         """Name the address behind a numeric host httpx will not parse (0177.0.0.1), so the refusal says what it is."""
@@ -172,7 +172,7 @@ class WebFetcher:
         if why:
             raise AddressRefused(_refusal(host, address, why))
 
-    async def _get(self, client: httpx.AsyncClient, hop: _Hop) -> tuple[Page | None, str]:
+    async def _get(self, client: httpx.AsyncClient, hop: Hop) -> tuple[Page | None, str]:
         """Request the pinned address; the page, or None and where a redirect points."""
         pinned = hop.url.copy_with(host=str(hop.address))
         headers = {"Host": hop.url.netloc.decode("ascii"), "Accept-Encoding": "gzip, deflate"}
@@ -257,4 +257,4 @@ def _refusal(host: str, literal: IPAddress | None, why: str) -> str:
         said = f"{host} means {literal}, and {why}"
     else:
         said = why
-    return f"{said}; web_fetch only reaches public addresses"
+    return f"{said}; only public addresses and the owner's allowed hosts are reached"
