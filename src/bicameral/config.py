@@ -179,6 +179,7 @@ class Settings(BaseSettings):
     # before it is denied.
     approval_timeout_seconds: float = Field(default=600.0, gt=0)
     sandbox_bwrap: str = "bwrap"  # bubblewrap for the `run` tool; where it cannot run, `run` is not offered
+    chromium_path: Path = Path("/usr/lib/chromium/chromium")  # render_html/render_latex: Debian's binary, not /usr/bin's
     # The disk that holds the data: a chat's workspace may hold this much (a `run` growing it further is stopped),
     # and this much stays free for the database (no `run` starts or goes on below it; a file of this size is kept
     # in the data dir and given back to the database when the disk fills anyway). 0 turns the reserve off.

@@ -89,6 +89,14 @@ def tool_failed(what: str, reason: str) -> str:
     return f"I couldn't {what}: {reason}"
 
 
+def render_cut_off(reason: str) -> str:
+    """A render_html / render_latex page that was stopped (`reason`: what it did), as the tool's result."""
+    return (
+        f"I stopped the render: {reason}. Nothing was sent; make the page self-contained and static "
+        "(no endless loading, loops or pop-ups) and try again."
+    )
+
+
 def executor_gave_up(message: str) -> str:
     """The Claude Code executor cannot go on (`message`: why, from this table): everyone is told, then it stops."""
     return f"{message} I'm shutting down until that is fixed."
