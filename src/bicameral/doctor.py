@@ -33,6 +33,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _back_model,
         _claude_cli,
         _sandbox,
+        _chromium,
         _plugins,
     ]
     all_ok = True
@@ -145,6 +146,25 @@ async def _sandbox(settings: Settings) -> Check:
         return Check("sandbox", False, f"the run tool is off: {why}", required=False)
     # Which bounds really hold here: a command's whole tree where cgroups can be written, else each process's.
     return Check("sandbox", True, f"bubblewrap runs; the run tool is on (owner only); {sandbox.bounds()}", required=False)
+
+
+async def _chromium(settings: Settings) -> Check:
+    """Where Chromium is, and whether it starts for render_html and render_latex (or why not)."""
+    from bicameral.browser.chromium import Chromium, ChromiumOff
+
+    chromium = Chromium(settings.chromium_path)
+    if why := chromium.why_off():
+        return Check("chromium", False, f"render_html and render_latex are off: {why}", required=False)
+    try:
+        context = await chromium.new_context()
+        version = context.browser.version if context.browser else "?"
+        await context.close()
+    except ChromiumOff as exc:
+        return Check("chromium", False, f"render_html and render_latex are off: {exc}", required=False)
+    finally:
+        await chromium.aclose()
+    detail = f"{settings.chromium_path} ({version}) starts; render_html and render_latex are on"
+    return Check("chromium", True, detail, required=False)
 
 
 async def _plugins(settings: Settings) -> Check:

@@ -41,6 +41,8 @@ DECLARED: dict[str, tuple[bool | str, bool]] = {
     "recent_messages": (False, True),
     "record_learning": (False, False),
     "remember": (False, False),
+    "render_html": (False, False),  # an offline page: no network, no file of the user's
+    "render_latex": (False, False),
     "reply_to_message": (False, False),
     "run": (False, False),  # the sandbox never has the network
     "schedule_cancel": (False, False),

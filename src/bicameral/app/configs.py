@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bicameral.back.executor import BackConfig
+from bicameral.browser.chromium import Chromium
+from bicameral.browser.render import Renderer
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import ConfigError
@@ -23,6 +25,7 @@ from bicameral.single import SingleConfig
 from bicameral.store.messages import MessageStore
 from bicameral.tools.base import Tool
 from bicameral.tools.registry import discover_tools
+from bicameral.tools.render import RenderHtml, RenderLatex
 from bicameral.tools.shell import RunCommand
 from bicameral.tools.web import WebFetch, WebSearch
 from bicameral.turns.lanes import LaneConfig
@@ -58,13 +61,23 @@ def configured_channels(settings: Settings) -> list[Channel]:
 
 
 async def tools_for(settings: Settings, left_out: list[str] | None = None) -> list[Tool[Any]]:
-    """Every tool, with `run` on the configured bubblewrap, or without `run` where that cannot sandbox anything.
+    """Every tool, with `run` on the configured bubblewrap and the render tools on the configured Chromium, each left
+    out where it cannot work here (no sandbox, no Chromium).
 
     Each tool left out is added to `left_out` with why (the owner's /audit shows them).
     """
     run = RunCommand(run_sandbox(settings))
-    tools = [tool for tool in discover_tools() if tool.name != run.name]
+    renderer = Renderer(Chromium(settings.chromium_path))
+    rendering: list[Tool[Any]] = [RenderHtml(renderer), RenderLatex(renderer)]
+    built = {run.name, *(tool.name for tool in rendering)}
+    tools = [tool for tool in discover_tools() if tool.name not in built]
     tools += await plugin_tools(settings, left_out)
+    if why := renderer.chromium.why_off():
+        log.warning("render_html and render_latex are off: %s", why)
+        if left_out is not None:
+            left_out.append(f"render_html and render_latex are off: {why}")
+    else:
+        tools += rendering
     if why := await run.why_off():
         log.warning("the run tool is off: %s", why)
         if left_out is not None:

@@ -375,17 +375,22 @@ class SendFileTool(Tool[SendArgs]):
     async def run(self, args: SendArgs, ctx: ToolContext) -> ToolResult:
         if args.caption is not None and (problem := lone_surrogate("caption", args.caption)):
             return ToolResult.error(f"not sent: {problem}")
-        try:
-            artifact = ctx.outgoing.add(ctx.data_dir, ctx.chat, args.path)
-        except (PathRefused, FileRefused) as exc:
-            return ToolResult.error(f"not sent: {exc}")
-        if ctx.hold_files:
-            return ToolResult(f"attached {artifact.name} ({artifact.size} bytes); it is delivered with your result")
-        action = SendFile(chat=ctx.chat, path=artifact.path, kind=artifact.kind, caption=args.caption)
-        result = await ctx.perform(action)
-        if not result.ok:
-            return ToolResult.error(f"the chat refused {artifact.name}: {result.error or 'unknown error'}")
-        if result.queued:
-            return ToolResult(f"{artifact.name} is queued and will be delivered; do not send it again")
-        ctx.sent_message_ids.extend(result.message_ids)
-        return ToolResult(f"sent {artifact.name} ({artifact.size} bytes) as a {artifact.kind}")
+        return await send_workspace_file(ctx, args.path, args.caption)
+
+
+async def send_workspace_file(ctx: ToolContext, given: str, caption: str | None) -> ToolResult:
+    """Send a file of the chat's workspace (a .png or .jpg as a photo), or attach it to a task's result: send_file's
+    work, and the render tools' once their picture is saved."""
+    try:
+        artifact = ctx.outgoing.add(ctx.data_dir, ctx.chat, given)
+    except (PathRefused, FileRefused) as exc:
+        return ToolResult.error(f"not sent: {exc}")
+    if ctx.hold_files:
+        return ToolResult(f"attached {artifact.name} ({artifact.size} bytes); it is delivered with your result")
+    result = await ctx.perform(SendFile(chat=ctx.chat, path=artifact.path, kind=artifact.kind, caption=caption))
+    if not result.ok:
+        return ToolResult.error(f"the chat refused {artifact.name}: {result.error or 'unknown error'}")
+    if result.queued:
+        return ToolResult(f"{artifact.name} is queued and will be delivered; do not send it again")
+    ctx.sent_message_ids.extend(result.message_ids)
+    return ToolResult(f"sent {artifact.name} ({artifact.size} bytes) as a {artifact.kind}")
