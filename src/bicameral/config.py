@@ -197,6 +197,9 @@ class Settings(BaseSettings):
     # Hosts, addresses and CIDR blocks that web_fetch and the browser may reach although they are private (a home
     # server): comma-separated in the environment, a list in bicameral.toml. Cloud metadata addresses stay refused.
     web_allow_hosts: Annotated[tuple[str, ...] | None, NoDecode] = None
+    browser_timeout_seconds: float = Field(default=20.0, gt=0)  # one browser action, a navigation's loading included
+    browser_idle_seconds: float = Field(default=300.0, gt=0)  # a chat's unused browser page is closed after this
+    browser_download_max_bytes: int = Field(default=50_000_000, ge=1024)  # the largest download kept
     # sub_agent: the delegated loop's own step limit, below the parent's so one delegation stays bounded.
     sub_agent_max_iterations: int = Field(default=10, ge=1)
     max_session_messages: int = Field(default=60, ge=4)

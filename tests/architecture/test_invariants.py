@@ -240,7 +240,8 @@ def test_every_tool_that_takes_a_url_fetches_through_the_checked_fetcher():
         if _fields(tool, URL_FIELDS):
             tree = _module_tree(tool)
             assert _imports_from(tree, "bicameral.web.fetch", "WebFetcher"), f"{tool.name}: not through web/fetch.py"
-            assert _calls(tree, "fetch"), f"{tool.name} never fetches through the WebFetcher"
+            # `check`: the browser's navigation is checked by the fetcher, then every request by its proxy (web/proxy.py).
+            assert _calls(tree, "fetch") or _calls(tree, "check"), f"{tool.name} never fetches through the WebFetcher"
     # And the fetcher asks web/address.py about every address it would connect to.
     fetch = ast.parse((SRC / "web" / "fetch.py").read_text(encoding="utf-8"))
     assert _imports_from(fetch, "bicameral.web.address", "AddressPolicy")

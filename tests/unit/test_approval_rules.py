@@ -23,6 +23,12 @@ MEMBER = Authority.of(Role.MEMBER, ["telegram:2"])
 # name → (acts outside, its results are untrusted). "url": only for a URL not in the run's own words.
 DECLARED: dict[str, tuple[bool | str, bool]] = {
     "ask_user": (False, False),
+    "browser_back": (False, True),  # only to a page this chat's browser already visited
+    "browser_click": (True, True),  # a click can submit a form or follow a link the page chose
+    "browser_navigate": ("url", True),  # like web_fetch: its address can carry data out
+    "browser_read": (False, True),
+    "browser_screenshot": (False, True),  # to this chat only
+    "browser_type": (True, True),  # what is typed goes to the site
     "current_time": (False, False),
     "database_query": (False, False),
     "delete_message": (False, False),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bicameral.back.executor import BackConfig
 from bicameral.browser.chromium import Chromium
 from bicameral.browser.render import Renderer
+from bicameral.browser.session import BrowserLimits
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import ConfigError
@@ -24,6 +25,7 @@ from bicameral.scheduler.retry import FireRetry
 from bicameral.single import SingleConfig
 from bicameral.store.messages import MessageStore
 from bicameral.tools.base import Tool
+from bicameral.tools.browser import Browser, browser_tools
 from bicameral.tools.registry import discover_tools
 from bicameral.tools.render import RenderHtml, RenderLatex
 from bicameral.tools.shell import RunCommand
@@ -69,7 +71,9 @@ async def tools_for(settings: Settings, left_out: list[str] | None = None) -> li
     run = RunCommand(run_sandbox(settings))
     renderer = Renderer(Chromium(settings.chromium_path))
     rendering: list[Tool[Any]] = [RenderHtml(renderer), RenderLatex(renderer)]
-    built = {run.name, *(tool.name for tool in rendering)}
+    # The browser tools share the render tools' Chromium (one per process).
+    browsing = browser_tools(browser_for(settings, renderer.chromium))
+    built = {run.name, *(tool.name for tool in [*rendering, *browsing])}
     tools = [tool for tool in discover_tools() if tool.name not in built]
     tools += await plugin_tools(settings, left_out)
     if why := renderer.chromium.why_off():
@@ -78,6 +82,11 @@ async def tools_for(settings: Settings, left_out: list[str] | None = None) -> li
             left_out.append(f"render_html and render_latex are off: {why}")
     else:
         tools += rendering
+    if why := renderer.chromium.why_off():
+        if left_out is not None:
+            left_out.append(f"the browser tools are off: {why}")
+    else:
+        tools += browsing
     if why := await run.why_off():
         log.warning("the run tool is off: %s", why)
         if left_out is not None:
@@ -126,6 +135,18 @@ def web_fetch_tool(settings: Settings) -> WebFetch:
         max_redirects=settings.web_fetch_max_redirects,
     )
     return WebFetch(WebFetcher(limits, policy=allowance_policy(settings.web_allow_hosts or ())))
+
+
+def browser_for(settings: Settings, chromium: Chromium, limits: BrowserLimits | None = None) -> Browser:
+    """The browser tools' pages on the shared Chromium, their requests under web_fetch's rules and allowances."""
+    fetch_limits = FetchLimits(timeout_seconds=settings.web_fetch_timeout_seconds)
+    fetcher = WebFetcher(fetch_limits, policy=allowance_policy(settings.web_allow_hosts or ()))
+    limits = limits or BrowserLimits(
+        timeout_seconds=settings.browser_timeout_seconds,
+        idle_seconds=settings.browser_idle_seconds,
+        download_max_bytes=settings.browser_download_max_bytes,
+    )
+    return Browser(chromium, fetcher, limits)
 
 
 def web_search_tool(settings: Settings) -> WebSearch:
