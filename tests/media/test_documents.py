@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from bicameral.failures import failure_sentence
@@ -106,3 +107,15 @@ async def test_a_document_read_again_after_a_restart_reuses_its_text(tmp_path: P
     (tmp_path / attachment.path).unlink()  # nothing is parsed again: the kept text is what is shown
     again = await DocumentReader().read(attachment, data_dir=tmp_path, chat=CHAT)
     assert again == first and again.text == "--- page 1 ---\nfirst reading"
+
+
+async def test_a_text_left_from_an_earlier_file_of_the_same_name_is_not_reused(tmp_path: Path) -> None:
+    old = sent(tmp_path, "report.pdf", pdf([text_page("last year")]))
+    await DocumentReader().read(old, data_dir=tmp_path, chat=CHAT)
+    workspace = workspace_for(tmp_path, CHAT)
+    (workspace / "report.pdf").unlink()  # the copy deleted, its text left behind
+    stale = workspace / "report.pdf.txt"
+    os.utime(stale, ns=(0, 0))
+    new = sent(tmp_path, "report.pdf", pdf([text_page("this year")]))
+    done = await DocumentReader().read(new, data_dir=tmp_path, chat=CHAT)
+    assert done.text == "--- page 1 ---\nthis year" and stale.read_text() == done.text

@@ -22,7 +22,7 @@ from bicameral.events import Attachment
 from bicameral.failures import document_too_big, failure_sentence
 from bicameral.media.digest import digest
 from bicameral.media.sniff import HEAD_BYTES, decode, sniff
-from bicameral.sandbox.beneath import create_new, folder, open_file
+from bicameral.sandbox.beneath import folder, open_file, replace_file
 from bicameral.sandbox.paths import PathRefused, relative_parts
 from bicameral.sandbox.workspace import workspace_for
 from bicameral.web.extract import ExtractFailed, ExtractLimits, Extractor
@@ -131,25 +131,30 @@ def _body(path: Path, max_bytes: int) -> bytes:
 
 
 def _saved_text(root: Path, text_path: str, max_bytes: int) -> str | None:
-    """The text written when the document was read before, else None (a symlink or folder there is not followed)."""
+    """The text written when this copy was read before, else None (a symlink or folder there is not followed).
+
+    Only a text newer than the copy is this copy's: one left from an earlier file of the same name is written anew.
+    """
     try:
         parts = relative_parts(text_path)
         with folder(root, parts[:-1]) as where:
-            fd, _ = open_file(where, parts[-1])
+            copy = os.stat(parts[-1].removesuffix(".txt"), dir_fd=where, follow_symlinks=False)
+            fd, info = open_file(where, parts[-1])
             with os.fdopen(fd, "rb") as file:
+                if info.st_mtime_ns < copy.st_mtime_ns:
+                    return None
                 return file.read(max_bytes).decode("utf-8", "replace")
     except (OSError, PathRefused):
         return None
 
 
 def _save_text(root: Path, text_path: str, text: str) -> str | None:
-    """Write the whole text beside the copy (a new file, never through a name the sandbox planted); its path or None."""
+    """Write the whole text beside the copy (renamed into place: a link planted there is refused); its path or None."""
     try:
         parts = relative_parts(text_path)
         with folder(root, parts[:-1]) as where:
-            with os.fdopen(create_new(where, parts[-1]), "w", encoding="utf-8") as file:
-                file.write(text)
+            replace_file(where, parts[-1], text.encode("utf-8"))
         return text_path
-    except (OSError, PathRefused) as exc:  # a name too long, a taken name, a full disk: the digest still goes out
+    except (OSError, PathRefused) as exc:  # a name too long, a link or folder there, a full disk: the digest goes out
         log.warning("could not keep the text of %s in the workspace: %s", text_path, exc)
         return None
