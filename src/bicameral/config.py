@@ -96,14 +96,8 @@ def child_process_env(environ: Mapping[str, str] | None = None) -> dict[str, str
 class Settings(BaseSettings):
     """Every setting bicameral reads; docs/configuration.md says what each one does."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="BICAMERAL_",
-        env_file=".env",
-        env_file_encoding="utf-8",
-        toml_file="bicameral.toml",
-        extra="ignore",
-        populate_by_name=True,
-    )
+    model_config = SettingsConfigDict(env_prefix="BICAMERAL_", env_file=".env", env_file_encoding="utf-8",
+                                      toml_file="bicameral.toml", extra="ignore", populate_by_name=True)
 
     # --- channels ---
     telegram_token: SecretStr | None = None
@@ -111,6 +105,11 @@ class Settings(BaseSettings):
     telegram_poll_timeout: int = Field(default=25, ge=0, le=50)
     owner_id: int | None = None
     bot_name: str = "bicameral"
+    matrix_homeserver: str | None = None  # set: serve Matrix (beside Telegram when its token is set too)
+    matrix_user_id: str | None = None
+    matrix_access_token: SecretStr | None = None
+    matrix_password: SecretStr | None = None  # a login whose token and device id are kept in the data dir
+    matrix_owner_id: str | None = None  # the owner's Matrix user id (@you:example.org)
 
     # --- storage ---
     data_dir: Path = Path("./data")
@@ -125,6 +124,10 @@ class Settings(BaseSettings):
     model_timeout_seconds: float = Field(default=120.0, gt=0)
     local_model_path: Path | None = None
     local_context_tokens: int = Field(default=4096, ge=512)
+    transcription_base_url: str | None = None  # voice notes; unset: OpenAI's with OPENAI_API_KEY, `off`: none
+    transcription_model: str = "whisper-1"
+    transcription_api_key: SecretStr | None = None  # unset: OPENAI_API_KEY
+    transcription_offline: Literal["auto", "on", "off"] = "auto"  # auto: the offline model when no endpoint is set
     # The owner's prices (USD per million tokens) for /cost, over the built-in list prices.
     prices_path: Path | None = None
     # Spending caps, in tokens per UTC day (input and output, every model): per person other than the owner, and for
@@ -190,6 +193,8 @@ class Settings(BaseSettings):
     send_file_max_bytes: int = Field(default=20_000_000, ge=1024, le=50_000_000)
     # A sent file's copy goes once it is out; one nothing still sends is deleted at start after this long.
     outgoing_keep_days: float = Field(default=7.0, gt=0)
+    # A document people send larger than this is not read (a note says so); Telegram's bots download at most 20 MB.
+    document_max_mb: int = Field(default=20, ge=1, le=2000)
     web_fetch_max_bytes: int = Field(default=2_000_000, ge=1024)
     web_fetch_timeout_seconds: float = Field(default=20.0, gt=0)
     web_fetch_max_redirects: int = Field(default=5, ge=0, le=20)
@@ -379,8 +384,7 @@ class Settings(BaseSettings):
 
     def secret_values(self) -> list[str]:
         """Every configured secret, so log filters can redact them verbatim."""
-        secrets = [self.telegram_token, self.anthropic_api_key, self.openai_api_key, self.claude_oauth_token]
-        return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
+        return [s.get_secret_value() for s in vars(self).values() if isinstance(s, SecretStr) and s.get_secret_value()]
 
 
 class _IsolatedSettings(Settings):

@@ -21,6 +21,7 @@ MAY_WRITE_FILES = {
     "mcp/plugin_tools.py": "the external MCP servers' tool lists, kept so a server starts on first use",
     "gate/access.py": "access.json, changed by the owner's /allow and /deny",
     "channels/telegram/media.py": "attachments of admitted messages, under data/attachments/",
+    "channels/matrix/session.py": "the Matrix login (token and device id) kept for the next start, mode 0600",
     "claude_code/capture.py": "the wire capture of CLI sessions",
     "claude_code/process.py": "the claude CLI's private MCP config",
     "channels/terminal.py": "its own duplicate of stdout, out of reach of a library that silences fd 1",
@@ -30,6 +31,7 @@ MAY_START_PROCESSES = {
     "sandbox/runner.py": "bubblewrap, for the run tool",
     "claude_code/process.py": "the claude CLI",
     "web/extract.py": "our own extraction worker, under limits, for web_fetch's HTML and PDF",
+    "media/whisper_local.py": "our own offline transcription worker, killed past its time limit or when idle",
 }
 
 _WRITE_MODE_CHARS = set("wax+")

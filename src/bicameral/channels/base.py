@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
 
-# A sink returns only after the batch is persisted: channels acknowledge the platform after it.
-InboundSink = Callable[[Sequence[Inbound]], Awaitable[None]]
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a channel's input stands on the platform (Matrix's sync token): kept with the batch it follows."""
+
+    channel: str
+    position: str
+
+
+class InboundSink(Protocol):
+    """Where a channel hands what came in (the gate)."""
+
+    async def __call__(self, batch: Sequence[Inbound], cursor: Cursor | None = None) -> None:
+        """Returns only after the batch is persisted: channels acknowledge the platform after it. A channel that
+        asks the platform from a position of its own hands it along: it is stored in the same transaction."""
+
+    def cursor(self, channel: str) -> str | None:
+        """The position stored with the last batch of `channel`, or None before the first."""
 
 # Called once when a channel can receive no more: with the reason when it failed for good (a revoked
 # token, another poller), with None when its input simply ended (the terminal's EOF).

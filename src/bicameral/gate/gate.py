@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from bicameral.channels.base import Cursor
 from bicameral.delivery.router import ActionRouter
 from bicameral.events import Inbound, SendText, chat_key, is_owner
 from bicameral.gate.access import AccessPolicy
@@ -97,14 +98,15 @@ class Gate:
         """The access policy in force (the owner's commands and tests change it through this)."""
         return self._access
 
-    async def __call__(self, batch: Sequence[Inbound]) -> None:
+    async def __call__(self, batch: Sequence[Inbound], cursor: Cursor | None = None) -> None:
         # One write transaction per batch, not two per message. Files are downloaded outside it (a
         # transaction is never held across an await): a batch with files is screened (refusals, rate
-        # counts) in one transaction and stored in a second, after the downloads.
+        # counts) in one transaction and stored in a second, after the downloads. A channel's cursor
+        # is stored in the transaction that stores the messages, so a restart neither replays nor loses them.
         with self._stores.db.tx():
             screened = [found for inbound in batch if (found := self._guarded(self._screen, inbound))]
             downloads = any(inbound.attachment_refs for inbound, _ in screened)
-            kept = [] if downloads else self._keep_all(screened)
+            kept = [] if downloads else self._keep_all(screened, cursor)
         if downloads:
             fetched = []
             for inbound, status in screened:
@@ -112,12 +114,19 @@ class Gate:
                 if ready is not None:
                     fetched.append((ready, status))
             with self._stores.db.tx():
-                kept = self._keep_all(fetched)
+                kept = self._keep_all(fetched, cursor)
         for inbound in kept:
             await self._forward(inbound)
 
-    def _keep_all(self, screened: Sequence[tuple[Inbound, str]]) -> list[Inbound]:
-        return [ready for inbound, status in screened if (ready := self._guarded(self._keep, inbound, status))]
+    def cursor(self, channel: str) -> str | None:
+        """The position stored with the channel's last batch (see `__call__`)."""
+        return self._stores.cursors.get(channel)
+
+    def _keep_all(self, screened: Sequence[tuple[Inbound, str]], cursor: Cursor | None = None) -> list[Inbound]:
+        kept = [ready for inbound, status in screened if (ready := self._guarded(self._keep, inbound, status))]
+        if cursor is not None:
+            self._stores.cursors.set(cursor.channel, cursor.position)
+        return kept
 
     def _guarded(self, step: Callable[..., _T | None], inbound: Inbound, *args: object) -> _T | None:
         """One message's step in its own savepoint: a poisoned message is skipped, the batch goes on."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bicameral.redaction import scrub
 from bicameral.store.caps import CapStore
+from bicameral.store.cursors import CursorStore
 from bicameral.store.db import Database
 from bicameral.store.instructions import Instructions
 from bicameral.store.kv import KeyValueStore
@@ -42,6 +43,7 @@ class Stores:
     usage: UsageStore
     pairing: PairingStore
     caps: CapStore
+    cursors: CursorStore  # each channel's position on its platform (Matrix's sync token)
     skills: Skills  # the shipped skills and the owner's (read when first asked for)
     redact: Callable[[str], str] = field(default=scrub)  # applied to model and tool output before it is stored
 
@@ -69,6 +71,7 @@ class Stores:
             usage=UsageStore(db),
             pairing=PairingStore(db),
             caps=CapStore(db),
+            cursors=CursorStore(db),
             skills=Skills(beside / "skills"),
             redact=redact,
         )

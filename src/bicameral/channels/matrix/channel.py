@@ -1,0 +1,293 @@
+"""The Matrix channel: a sync loop whose token is stored with the messages it brought, on matrix-nio."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nio import (
+    Api,
+    AsyncClient,
+    AsyncClientConfig,
+    MatrixRoom,
+    ProfileGetDisplayNameResponse,
+    RoomGetEventResponse,
+    RoomSendResponse,
+    SyncError,
+    SyncResponse,
+)
+from pydantic import SecretStr
+
+from bicameral.backoff import Backoff
+from bicameral.channels.base import Cursor, InboundSink, OnEnd
+from bicameral.errors import ConfigError
+from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
+from bicameral.redaction import Redactor
+from bicameral.types import Sleep
+
+from .actions import MAX_TEXT, ActionPerformer
+from .media import MatrixMedia
+from .session import REVOKED, log_in
+from .translate import CHANNEL, Me, Replied, Room, replied_to, translate
+
+log = logging.getLogger(__name__)
+
+SYNC_TIMEOUT_MS = 30000  # the long poll: the homeserver holds a sync this long when nothing happens
+BACKOFF_START = 1.0
+BACKOFF_MAX = 30.0
+ENCRYPTED_NOTICE = (
+    "This room is end-to-end encrypted, and I can't read encrypted rooms, so I'm leaving it. "
+    "Invite me to a room without encryption, or talk to me directly in an unencrypted DM."
+)
+
+
+@dataclass(frozen=True)
+class MatrixConfig:
+    """What the Matrix channel is given: the homeserver and the bot's account (a token, or a password whose login
+    is kept in `session_file`), where received files go, and who may invite it (access.json and the owner)."""
+
+    homeserver: str
+    user_id: str
+    access_token: SecretStr | None
+    password: SecretStr | None
+    data_dir: Path
+    attachments_dir: Path
+    session_file: Path
+    may_invite: Callable[[str], bool]
+    sync_timeout_ms: int = SYNC_TIMEOUT_MS
+
+
+class MatrixChannel:
+    """Receives Matrix room messages as Inbound values and performs Actions in the rooms."""
+
+    name = CHANNEL
+    capabilities = Capabilities(max_text=MAX_TEXT, threads=True)
+
+    def __init__(self, config: MatrixConfig, *, sleep: Sleep = asyncio.sleep) -> None:
+        if not config.homeserver.startswith(("http://", "https://")):
+            raise ConfigError("BICAMERAL_MATRIX_HOMESERVER must be the homeserver's URL (https://matrix.example.org)")
+        if not config.user_id.startswith("@") or ":" not in config.user_id:
+            raise ConfigError("BICAMERAL_MATRIX_USER_ID must be a full Matrix user id (@bot:example.org)")
+        token = config.access_token.get_secret_value() if config.access_token else ""
+        password = config.password.get_secret_value() if config.password else ""
+        if not token and not password:
+            raise ConfigError("set BICAMERAL_MATRIX_ACCESS_TOKEN or BICAMERAL_MATRIX_PASSWORD for the Matrix account")
+        self._config = config
+        self._token, self._password = token or None, password or None
+        self._redact = Redactor([s for s in (token, password) if s])
+        self._sleep = sleep
+        # nio's own retries are off (it would sleep out a 429 or a timeout inside a call): the loop backs off itself.
+        client_config = AsyncClientConfig(max_limit_exceeded=0, max_timeouts=0, encryption_enabled=False,
+                                          store_sync_tokens=False, request_timeout=60)
+        self._client = AsyncClient(config.homeserver.rstrip("/"), config.user_id, config=client_config)
+        self._actions = ActionPerformer(self._client, data_dir=config.data_dir, redact=self._redact)
+        self._media = MatrixMedia(self._client, data_dir=config.data_dir, attachments_dir=config.attachments_dir,
+                                  redact=self._redact)
+        self._me = Me(config.user_id, "")
+        self._since: str | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._left: set[str] = set()  # rooms left for good (encrypted, upgraded): their later events are not ours
+        self.failure: str | None = None
+
+    @property
+    def me(self) -> Me:
+        return self._me
+
+    async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
+        """Log in (or check the kept login), learn our display name, then sync in the background."""
+        await log_in(self._client, token=self._token, password=self._password, session_file=self._config.session_file)
+        user_id = self._client.user_id
+        name = await self._client.get_displayname(user_id)
+        display = name.displayname if isinstance(name, ProfileGetDisplayNameResponse) and name.displayname else ""
+        self._me = Me(user_id, display or user_id.split(":", 1)[0].lstrip("@"))
+        self._since = sink.cursor(CHANNEL)
+        self._on_end = on_end
+        log.info("matrix: connected as %s (%s)", user_id, "resuming" if self._since else "first start: history skipped")
+        self._task = asyncio.create_task(self._sync_loop(sink), name="matrix-sync")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._client.close()
+
+    async def perform(self, action: Action) -> ActionResult:
+        return await self._actions.perform(action)
+
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        return await self._media.fetch_all(inbound)
+
+    async def show_commands(self, menu: CommandMenu) -> None:
+        """Matrix has no command menu: /help lists them."""
+
+    # --- receiving ---
+
+    async def _sync_loop(self, sink: InboundSink) -> None:
+        backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
+        first = True
+        while True:
+            try:
+                # The first sync of a process asks for every room's full state (members, names, encryption).
+                response = await self._client.sync(timeout=0 if first else self._config.sync_timeout_ms,
+                                                   since=self._since, full_state=first, set_presence="offline")
+            except Exception as exc:  # a timeout, a refused connection, a body that is not JSON (a 500 page)
+                delay = backoff.next()
+                log.warning("matrix sync failed (%s); retrying in %.0fs", self._redact(f"{type(exc).__name__}: {exc}"), delay)
+                await self._sleep(delay)
+                continue
+            if isinstance(response, SyncError):
+                if response.status_code == "M_UNKNOWN_TOKEN":
+                    self.failure = REVOKED
+                    log.error("%s; matrix sync stopped", REVOKED)
+                    self._on_end(REVOKED)
+                    return
+                delay = response.retry_after_ms / 1000 if response.retry_after_ms else backoff.next()
+                log.warning("matrix sync refused (%s %s); retrying in %.0fs", response.status_code, response.message, delay)
+                await self._sleep(min(delay, BACKOFF_MAX))
+                continue
+            backoff.reset()
+            skip_history = self._since is None  # a fresh account: what was said before we came is not answered
+            await self._deliver(response, sink, skip_history)
+            first = False
+
+    async def _deliver(self, response: SyncResponse, sink: InboundSink, skip_history: bool) -> None:
+        """Hand the sync's messages to the sink with its token (both stored in one transaction), then move on."""
+        await self._answer_invites(response)
+        batch: list[Inbound] = []
+        for room_id, joined in response.rooms.join.items():
+            if room_id in self._left:
+                continue
+            events = [event.source for event in (*joined.state, *joined.timeline.events)]
+            if await self._room_refused(room_id, events):
+                continue
+            if not skip_history:
+                batch += await self._translate_room(room_id, [e.source for e in joined.timeline.events])
+        cursor = Cursor(CHANNEL, response.next_batch)
+        backoff = Backoff(BACKOFF_START, BACKOFF_MAX)
+        while True:
+            try:
+                await sink(batch, cursor)
+                break
+            except Exception:
+                delay = backoff.next()
+                log.exception("matrix: inbound sink failed; retrying the same %d events in %.0fs", len(batch), delay)
+                await self._sleep(delay)
+        self._since = response.next_batch
+        await self._mark_read(batch)
+
+    async def _translate_room(self, room_id: str, events: Sequence[dict[str, Any]]) -> list[Inbound]:
+        room = self._room(room_id)
+        found: list[Inbound] = []
+        for raw in _after_own_join(events, self._me.user_id):
+            try:
+                replied = await self._replied(room_id, raw)
+                inbound = translate(raw, room, self._me, replied)
+            except Exception as exc:  # one odd event must not stop the rest
+                log.warning("matrix: skipping an event in %s: %s", room_id, self._redact(f"{type(exc).__name__}: {exc}"))
+                continue
+            if inbound is not None:
+                found.append(inbound)
+        return found
+
+    def _room(self, room_id: str) -> Room:
+        known: MatrixRoom | None = self._client.rooms.get(room_id)
+        if known is None:
+            return Room(room_id, private=False, title=None, names={})
+        names = {user: (member.display_name or user) for user, member in known.users.items()}
+        return Room(room_id, private=known.member_count <= 2, title=known.display_name, names=names)
+
+    async def _replied(self, room_id: str, raw: dict[str, Any]) -> Replied | None:
+        """The event a message replies to, looked up (a reply to one of ours addresses us in a room)."""
+        target = replied_to(raw.get("content"))
+        if target is None:
+            return None
+        if target in self._actions.sent:
+            return Replied(target, self._me.user_id, "")
+        answer = await self._client.room_get_event(room_id, target)
+        if not isinstance(answer, RoomGetEventResponse):
+            return None
+        source = answer.event.source
+        body = source.get("content", {}).get("body") if isinstance(source.get("content"), dict) else None
+        return Replied(target, str(source.get("sender", "")), body if isinstance(body, str) else "")
+
+    async def _mark_read(self, batch: Sequence[Inbound]) -> None:
+        """Read receipts for what was stored (cosmetic: a failure is only logged)."""
+        last: dict[str, str] = {}
+        for inbound in batch:
+            if inbound.kind == "message":
+                last[inbound.chat.split(":", 1)[1]] = inbound.message_id
+        for room_id, event_id in last.items():
+            try:
+                await self._client.room_read_markers(room_id, event_id, event_id)
+            except Exception as exc:
+                log.info("matrix: no read receipt in %s: %s", room_id, type(exc).__name__)
+
+    # --- rooms: invites, encryption, upgrades ---
+
+    async def _answer_invites(self, response: SyncResponse) -> None:
+        """Join where someone allowed invites us; decline (leave) every other invite without a word."""
+        for room_id, invited in response.rooms.invite.items():
+            state = [event.source for event in invited.invite_state]
+            inviter = next((e.get("sender") for e in state if e.get("type") == "m.room.member"
+                            and e.get("state_key") == self._me.user_id), None)
+            if not isinstance(inviter, str) or not self._config.may_invite(inviter):
+                log.info("matrix: declined an invite to %s from %s", room_id, inviter)
+                await self._quietly(self._client.room_leave(room_id))
+                continue
+            joined = await self._client.join(room_id)
+            log.info("matrix: joined %s at the invite of %s (%s)", room_id, inviter, type(joined).__name__)
+            if any(e.get("type") == "m.room.encryption" for e in state):
+                await self._leave_encrypted(room_id)
+
+    async def _room_refused(self, room_id: str, events: Sequence[dict[str, Any]]) -> bool:
+        """An encrypted room is said goodbye to; an upgraded one (a tombstone) is followed to its replacement."""
+        for event in events:
+            kind = event.get("type")
+            if kind == "m.room.encryption" or kind == "m.room.encrypted":
+                await self._leave_encrypted(room_id)
+                return True
+            content = event.get("content")
+            if kind == "m.room.tombstone" and isinstance(content, dict):
+                replacement = content.get("replacement_room")
+                if isinstance(replacement, str) and replacement.startswith("!"):
+                    log.info("matrix: %s was upgraded; following it to %s", room_id, replacement)
+                    self._left.add(room_id)
+                    await self._quietly(self._client.join(replacement))
+                    return True
+        return False
+
+    async def _leave_encrypted(self, room_id: str) -> None:
+        log.warning("matrix: leaving the encrypted room %s (end-to-end encryption is not supported)", room_id)
+        self._left.add(room_id)
+        notice = {"msgtype": "m.notice", "body": ENCRYPTED_NOTICE}
+        method, path, data = Api.room_send(self._client.access_token, room_id, "m.room.message", notice, str(uuid.uuid4()))
+        await self._quietly(self._client._send(RoomSendResponse, method, path, data, (room_id,)))
+        await self._quietly(self._client.room_leave(room_id))
+
+    async def _quietly(self, call: Any) -> None:
+        try:
+            await call
+        except Exception as exc:
+            log.info("matrix: %s", self._redact(f"{type(exc).__name__}: {exc}"))
+
+
+def _after_own_join(events: Sequence[dict[str, Any]], me: str) -> Sequence[dict[str, Any]]:
+    """The events after our own join in this batch: what a room said before we came is not addressed to us."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        content = event.get("content")
+        unsigned = event.get("unsigned")
+        before = unsigned.get("prev_content") if isinstance(unsigned, dict) else None
+        if (event.get("type") == "m.room.member" and event.get("state_key") == me and isinstance(content, dict)
+                and content.get("membership") == "join"
+                and not (isinstance(before, dict) and before.get("membership") == "join")):
+            return events[index + 1 :]
+    return events
