@@ -91,7 +91,6 @@ class _Tab:
     page: Page | None = None
     popups: int = 0
     tripped: asyncio.Event = field(default_factory=asyncio.Event)
-    refused_seen: int = 0
     timer: asyncio.TimerHandle | None = None
 
 
@@ -214,7 +213,8 @@ class BrowserSessions:
                 raise BrowseFailed(browser_no_page())
             self._disarm(tab)
             tab.downloads.keep = keep or tab.downloads.keep
-            tab.popups, tab.refused_seen = 0, len(tab.gateway.refused)
+            tab.popups = 0
+            tab.gateway.refused.clear()  # what the page did before this action was reported then, or not asked
             tab.tripped.clear()
             started = tab.downloads.mark()
             work = asyncio.ensure_future(step(tab))
@@ -292,9 +292,10 @@ class BrowserSessions:
             tab.tripped.set()
 
     def _refusals(self, tab: _Tab) -> list[str]:
-        refused = tab.gateway.refused[tab.refused_seen :]
-        tab.refused_seen = len(tab.gateway.refused)
-        return [f"blocked {line}" for line in refused[:10]]
+        """The requests the proxy refused since the last look (at most ten named)."""
+        refused = tab.gateway.refused[:10]
+        tab.gateway.refused.clear()
+        return [f"blocked {line}" for line in refused]
 
     def _lock(self, chat: str) -> asyncio.Lock:
         return self._locks.setdefault(chat, asyncio.Lock())
