@@ -189,10 +189,11 @@ async def test_a_hung_page_holds_only_its_own_chat(site, chromium, tmp_path):
 async def test_a_page_opening_a_hundred_popups_is_cut_off(site, chromium, tmp_path):
     flood = "<title>Flood</title><script>for (let i = 0; i < 100; i++) window.open('about:blank', 'w' + i);</script>"
     site.serve("/flood.html", flood.encode(), "text/html")
-    site.serve("/one.html", b"<title>One</title><script>window.open('about:blank')</script><p>one popup</p>", "text/html")
+    site.serve("/one.html", b"<title>One</title><script>window.open('/notes.txt')</script><p>one popup</p>", "text/html")
     browser, chat = _browser(tmp_path, chromium), Chat(tmp_path)
     one = await _go(browser, chat, site.url("/one.html", host="127.0.0.1"))
-    assert not one.is_error and "closed 1 window(s) the page opened" in one.content
+    notes = site.url("/notes.txt", host="127.0.0.1")
+    assert not one.is_error and f"closed 1 window(s) the page opened (for {notes}: browser_navigate" in one.content
     cut = await _go(browser, chat, site.url("/flood.html", host="127.0.0.1"))
     assert cut.is_error and "I stopped the page: it opened more than 10 windows" in cut.content
     assert not browser.sessions.is_open(chat.ctx.chat)

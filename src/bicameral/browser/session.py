@@ -90,6 +90,7 @@ class _Tab:
     downloads: Downloads
     page: Page | None = None
     popups: int = 0
+    popup_urls: list[str] = field(default_factory=list)
     tripped: asyncio.Event = field(default_factory=asyncio.Event)
     timer: asyncio.TimerHandle | None = None
 
@@ -214,6 +215,7 @@ class BrowserSessions:
             self._disarm(tab)
             tab.downloads.keep = keep or tab.downloads.keep
             tab.popups = 0
+            tab.popup_urls.clear()
             tab.gateway.refused.clear()  # what the page did before this action was reported then, or not asked
             tab.tripped.clear()
             started = tab.downloads.mark()
@@ -249,7 +251,8 @@ class BrowserSessions:
                 raise
             notes = [*self._refusals(tab), *await tab.downloads.finished(started, self.limits.timeout_seconds)]
             if tab.popups:
-                notes.append(f"closed {tab.popups} window(s) the page opened")
+                opened = f" (for {', '.join(tab.popup_urls)}: browser_navigate there to follow)" if tab.popup_urls else ""
+                notes.append(f"closed {tab.popups} window(s) the page opened{opened}")
             self._arm(chat, tab)
             return result, tuple(notes)
 
@@ -285,6 +288,9 @@ class BrowserSessions:
         if tab.page is None or page is tab.page:
             return
         tab.popups += 1
+        # Playwright hands the window over once it has its first address: a link's target, window.open's argument.
+        if page.url.startswith(("http://", "https://")) and len(tab.popup_urls) < 3:
+            tab.popup_urls.append(page.url[:300])
         closing = asyncio.ensure_future(_close_quietly(page))
         self._closing.add(closing)
         closing.add_done_callback(self._closing.discard)

@@ -125,7 +125,10 @@ class BrowserNavigate(_BrowserTool[NavigateArgs]):
 
 class BrowserClick(_BrowserTool[ClickArgs]):
     name = "browser_click"
-    description = "Click an element of the open page, by CSS selector or by its visible text."
+    description = (
+        "Click an element of the open page, by CSS selector or by its visible text. A window it opens is closed and "
+        "its address given: open it with browser_navigate."
+    )
     args_model = ClickArgs
     owner_only = True
     # A click can submit a form or follow a link the page chose.
