@@ -145,11 +145,13 @@ async def test_a_page_the_owner_did_not_allow_is_refused_without_a_request(site,
 
 async def test_subresources_and_redirects_to_private_addresses_never_reach_them(site, other_site, chromium, tmp_path):
     private = other_site.url("/notes.txt", host="127.0.0.2")
-    embeds_page = f'<title>Embeds</title><img src="{private}"><script src="{private}"></script>'
+    tunnelled = f"https://127.0.0.2:{other_site.port}/picture.png"  # asked of the proxy as a CONNECT
+    embeds_page = f'<title>Embeds</title><img src="{private}"><script src="{private}"></script><img src="{tunnelled}">'
     site.serve("/embeds.html", embeds_page.encode(), "text/html")
     browser, chat = _browser(tmp_path, chromium), Chat(tmp_path)
     embeds = await _go(browser, chat, site.url("/embeds.html", host="127.0.0.1"))
     assert not embeds.is_error and f"blocked {private}" in embeds.content and "loopback" in embeds.content
+    assert f"blocked 127.0.0.2:{other_site.port}: 127.0.0.2 is a loopback address" in embeds.content
     redirected = await _go(browser, chat, site.url(f"/go?{private}", host="127.0.0.1"))
     assert f"blocked {private}" in redirected.content, redirected.content
     socket = f"ws://127.0.0.2:{other_site.port}/socket"
