@@ -28,6 +28,7 @@ from bench.report import Figure, machine, print_report
 from bench.scheduler import run_scheduler
 from bench.startup import run_startup
 from bench.tools import run_tools
+from bench.voice import run_voice
 from bicameral.config import Settings
 
 MODEL_LATENCY = 1.0
@@ -115,6 +116,12 @@ async def _heavy(plan: Plan) -> list[Figure]:
     return (await run_heavy()).figures()
 
 
+async def _voice(plan: Plan) -> list[Figure]:
+    # The offline transcription child alone (no chat, no model): the mode does not apply; skipped where it is off.
+    result = await run_voice()
+    return result.figures() if result is not None else []
+
+
 # Memory runs first: its in-process figures should not include what later scenarios leave behind.
 SCENARIOS: dict[str, Scenario] = {
     "memory": _memory,
@@ -129,6 +136,7 @@ SCENARIOS: dict[str, Scenario] = {
     "scheduler": _scheduler,
     "tools": _tools,
     "heavy": _heavy,
+    "voice": _voice,
 }
 
 

@@ -34,6 +34,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _claude_cli,
         _sandbox,
         _chromium,
+        _voice,
         _plugins,
     ]
     all_ok = True
@@ -165,6 +166,37 @@ async def _chromium(settings: Settings) -> Check:
         await chromium.aclose()
     detail = f"{settings.chromium_path} ({version}) starts; render_html and render_latex are on"
     return Check("chromium", True, detail, required=False)
+
+
+async def _voice(settings: Settings) -> Check:
+    """How voice notes are written down: the endpoint (never its key), the offline model, or not at all."""
+    from bicameral.app.voice import voice_config
+    from bicameral.media.whisper_local import offline_why_off
+
+    voice = voice_config(settings)
+    if voice.endpoint is not None:
+        endpoint = voice.endpoint
+        key = "with a key" if endpoint.api_key else "without a key"
+        return Check("voice", True, f"transcribed by {endpoint.url} ({endpoint.model}, {key})", required=False)
+    if voice.offline:
+        return Check("voice", True, "transcribed on this host by the offline model (Whisper tiny.en, English only)",
+                     required=False)
+    why = offline_why_off()
+    offline = f"the offline model: {why}" if why else "the offline model is installed but BICAMERAL_TRANSCRIPTION_OFFLINE=off"
+    return Check("voice", False, "off: set OPENAI_API_KEY or BICAMERAL_TRANSCRIPTION_BASE_URL for an endpoint; "
+                 f"{offline}", required=False)
+
+
+async def _documents(settings: Settings) -> Check:
+    """Whether sent documents can be read: the reading libraries are there (looked up, not imported)."""
+    from bicameral.media.documents import LIBRARIES, missing_libraries
+
+    missing = missing_libraries()
+    if missing:
+        return Check("documents", False, f"{', '.join(missing)} missing: those files get only a note (pip install -e .)",
+                     required=False)
+    return Check("documents", True, f"read in a limited child with {', '.join(LIBRARIES)}; "
+                 f"up to {settings.document_max_mb} MB a file", required=False)
 
 
 async def _plugins(settings: Settings) -> Check:

@@ -901,15 +901,17 @@ class FakeTelegram:
         reply_to_message_id: int | None = None,
         photo: bytes | None = None,
         document: tuple[str, bytes] | None = None,
+        voice: bytes | None = None,
+        audio: tuple[str, bytes] | None = None,
         caption: str | None = None,
         message_thread_id: int | None = None,
         entities: list[dict[str, Any]] | None = None,
         forwarded_from: int | None = None,
     ) -> dict[str, Any]:
         """Enqueue a `message` update from a user and return the message dict; `forwarded_from` makes it a forward of
-        that user's message."""
-        if text is None and photo is None and document is None:
-            raise ValueError("user_sends needs text, photo or document")
+        that user's message; `voice` is a voice note's Ogg/Opus bytes, `audio` an audio file's name and bytes."""
+        if text is None and photo is None and document is None and voice is None and audio is None:
+            raise ValueError("user_sends needs text, photo, document, voice or audio")
         if user_id is None:
             user_id = chat_id if chat_type == "private" else DEFAULT_GROUP_USER_ID
         user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name, "language_code": "en"}
@@ -943,10 +945,16 @@ class FakeTelegram:
                     raise ValueError(f"no message {reply_to_message_id} in chat {chat_id} to reply to")
                 if (chat_id, reply_to_message_id) not in self._deleted:
                     message["reply_to_message"] = self._embed_reply(replied)
-            if photo is not None or document is not None:
+            if photo is not None or document is not None or voice is not None or audio is not None:
                 if photo is not None:
                     stored = self._store_file(photo, "photos", None, "image/jpeg")
                     message["photo"] = self._photo_sizes(stored)
+                elif voice is not None:  # Telegram sends a voice note with its length and type, never a name
+                    message["voice"] = {**self._document(self._store_file(voice, "voice", None, "audio/ogg")), "duration": 3}
+                elif audio is not None:
+                    name, data = audio
+                    mime = mimetypes.guess_type(name)[0] or "audio/mpeg"
+                    message["audio"] = {**self._document(self._store_file(data, "music", name, mime)), "duration": 3}
                 else:
                     name, data = document  # type: ignore[misc]
                     mime = mimetypes.guess_type(name)[0] or "application/octet-stream"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bicameral.app.configs import voice_config
+from bicameral.app.voice import voice_config
 from bicameral.config import Settings
 from bicameral.events import Attachment
 from bicameral.failures import failure_sentence
@@ -153,7 +153,7 @@ def test_audio_is_told_by_its_first_bytes(head, kind):
 
 
 def test_settings_pick_the_endpoint_the_key_and_the_offline_model(tmp_path, monkeypatch):
-    import bicameral.app.configs as configs
+    import bicameral.app.voice as configs
 
     def settings(**values: object) -> Settings:
         return Settings.for_test(tmp_path, **values)
@@ -174,3 +174,20 @@ def test_settings_pick_the_endpoint_the_key_and_the_offline_model(tmp_path, monk
     on = voice_config(settings(openai_api_key="k", transcription_offline="on"))
     assert on.endpoint is None and on.offline  # on: the audio never leaves the host
     assert voice_config(settings(transcription_offline="off")) == VoiceConfig(endpoint=None, offline=False)
+
+
+async def test_doctor_says_how_voice_is_heard(tmp_path, monkeypatch):
+    import bicameral.app.voice as configs
+    import bicameral.media.whisper_local as whisper_local
+    from bicameral.doctor import _voice
+
+    monkeypatch.setattr(configs, "offline_why_off", lambda: None)
+    endpoint = await _voice(Settings.for_test(tmp_path, openai_api_key="sk-secret"))
+    assert endpoint.ok and f"{OPENAI_BASE_URL}/audio/transcriptions (whisper-1, with a key)" in endpoint.detail
+    assert "sk-secret" not in endpoint.detail
+    offline = await _voice(Settings.for_test(tmp_path))
+    assert offline.ok and "offline model" in offline.detail and "English only" in offline.detail
+    for module in (configs, whisper_local):
+        monkeypatch.setattr(module, "offline_why_off", lambda: "faster_whisper not installed")
+    off = await _voice(Settings.for_test(tmp_path))
+    assert not off.ok and not off.required and off.detail.startswith("off: ") and "faster_whisper not installed" in off.detail

@@ -23,7 +23,10 @@ async def test_doctor_checks_only_features_that_exist(tmp_path: Path) -> None:
         settings = Settings.for_test(tmp_path, openai_base_url=models.openai_url, openai_api_key="k")
         ok, lines = await _doctor(settings)
     names = [line.split(":", 1)[0][2:] for line in lines[:-1]]
-    assert names == ["data dir", "database", "access", "telegram", "back model", "claude", "sandbox", "chromium", "plugins"]
+    assert names == [
+        "data dir", "database", "access", "telegram", "back model", "claude", "sandbox", "chromium", "voice",
+        "plugins",
+    ]
     assert ok and lines[-1] == "all required checks passed"
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bicameral.app.voice import voice_config
 from bicameral.back.executor import BackConfig
 from bicameral.browser.chromium import Chromium
 from bicameral.browser.render import Renderer
@@ -18,6 +19,7 @@ from bicameral.events import AttachmentKind
 from bicameral.front.chamber import FrontConfig
 from bicameral.gate.gate import GateConfig
 from bicameral.media.intake import AttachmentReader, MediaIntake
+from bicameral.media.voice import VoiceReader
 from bicameral.models import ModelConfig
 from bicameral.sandbox.artifacts import SendLimits
 from bicameral.sandbox.runner import Sandbox
@@ -155,7 +157,7 @@ def web_search_tool(settings: Settings) -> WebSearch:
 
 def media_intake(settings: Settings, messages: MessageStore) -> MediaIntake:
     """How sent files are read before a turn: a reader per kind, each loading its libraries on its first file."""
-    readers: dict[AttachmentKind, AttachmentReader] = {}
+    readers: dict[AttachmentKind, AttachmentReader] = {"voice": VoiceReader(voice_config(settings))}
     return MediaIntake(readers, data_dir=settings.data_dir, keep=lambda inbound: messages.rewrite(inbound.row_id, inbound))
 
 

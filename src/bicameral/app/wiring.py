@@ -165,6 +165,7 @@ class App:
         )
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"
+        self.media = media_intake(settings, self.stores.messages)
         self.conversation = Conversation(
             lane_config(settings),
             self.handler,
@@ -173,7 +174,7 @@ class App:
             lanes_per_user_in_groups=two_chambers,
             typing_in_groups=not two_chambers,
             stores=self.stores,
-            media=media_intake(settings, self.stores.messages),
+            media=self.media,
         )
         # Spending caps: what a cap stops waits between the console and the lanes, and the owner is asked.
         owner = settings.owner_id
@@ -366,6 +367,8 @@ class App:
             await self.conversation.close()
         if hasattr(self, "handler"):
             await self.handler.stop()
+        if hasattr(self, "media"):
+            await self.media.aclose()
         if hasattr(self, "registry"):
             await self.registry.aclose()
         if hasattr(self, "outbox"):

@@ -43,6 +43,13 @@ class MediaIntake:
         """The batch with every file read; a message is rewritten in the store only when something changed."""
         return [await self._read_one(inbound) if self.unread(inbound) else inbound for inbound in batch]
 
+    async def aclose(self) -> None:
+        """Stop what the readers keep running between files (a warm model's process), at shutdown."""
+        for reader in self._readers.values():
+            close = getattr(reader, "aclose", None)
+            if close is not None:
+                await close()
+
     async def _read_one(self, inbound: Inbound) -> Inbound:
         read = tuple([await self._read(a, inbound.chat) for a in inbound.attachments])
         heard = [a.text for a in read if a.kind == "voice" and a.text]

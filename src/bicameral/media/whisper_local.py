@@ -65,6 +65,11 @@ class OfflineWhisper:
     def running(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (the bench reads its memory)."""
+        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
+
     async def transcribe(self, path: Path) -> str:
         """The words in the audio file at `path`; OfflineFailed when the model cannot read it or takes too long."""
         async with self._lock:
