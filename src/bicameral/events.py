@@ -187,14 +187,49 @@ class Inbound:
 TRUSTED_CHANNELS = frozenset({"terminal"})  # the person at the local keyboard is the owner
 
 
-def is_owner(inbound: Inbound, owner_id: int | None) -> bool:
+@dataclass(frozen=True)
+class Owners:
+    """The owner's user id on each channel that names one: Telegram's number, a Matrix user id."""
+
+    ids: tuple[tuple[str, str], ...] = ()  # (channel, user id)
+
+    @classmethod
+    def of(cls, **by_channel: object) -> Owners:
+        """`Owners.of(telegram=1001, matrix="@ann:example.org")`; an unset one (None) is left out."""
+        return cls(tuple((channel, str(user)) for channel, user in by_channel.items() if user is not None))
+
+    def on(self, channel: str) -> str | None:
+        return next((user for known, user in self.ids if known == channel), None)
+
+
+# Who the owner is: one user id (a number counts on every channel, as before there were several), the owner's id
+# per channel, or nobody.
+OwnerId = int | Owners | None
+
+
+def owner_on(owner_id: OwnerId, channel: str) -> str | None:
+    """The owner's user id on this channel, if one is set."""
+    if isinstance(owner_id, Owners):
+        return owner_id.on(channel)
+    return None if owner_id is None else str(owner_id)
+
+
+def owner_ids(owner_id: OwnerId) -> frozenset[str]:
+    """Every user id the owner goes by."""
+    if isinstance(owner_id, Owners):
+        return frozenset(user for _, user in owner_id.ids)
+    return frozenset() if owner_id is None else frozenset({str(owner_id)})
+
+
+def is_owner(inbound: Inbound, owner_id: OwnerId) -> bool:
     """The owner: the configured user id, or whoever sits at a trusted local channel."""
     return sender_role(inbound.channel, inbound.sender.id, owner_id) is Role.OWNER
 
 
-def sender_role(channel: str, sender_id: str | None, owner_id: int | None, *, admin: bool = False) -> Role:
+def sender_role(channel: str, sender_id: str | None, owner_id: OwnerId, *, admin: bool = False) -> Role:
     """A sender's role from what the platform vouches (their id, its admin flag); a display name never counts."""
-    if channel in TRUSTED_CHANNELS or (owner_id is not None and sender_id == str(owner_id)):
+    owner = owner_on(owner_id, channel)
+    if channel in TRUSTED_CHANNELS or (owner is not None and sender_id == owner):
         return Role.OWNER
     return Role.ADMIN if admin else Role.MEMBER
 
@@ -204,19 +239,19 @@ def person_key(inbound: Inbound) -> str:
     return chat_key(inbound.channel, inbound.sender.id)
 
 
-def role_of(inbound: Inbound, owner_id: int | None) -> Role:
+def role_of(inbound: Inbound, owner_id: OwnerId) -> Role:
     """The sender's role as the platform vouches for it (admin means something only in a group)."""
     return sender_role(inbound.channel, inbound.sender.id, owner_id, admin=inbound.sender.is_admin and not inbound.is_private)
 
 
-def authority_of(inbound: Inbound, owner_id: int | None) -> Authority:
+def authority_of(inbound: Inbound, owner_id: OwnerId) -> Authority:
     """What one message's words may cause: a synthetic message carries its own, a person's is theirs."""
     if inbound.kind == "synthetic" and inbound.authority is not None:
         return inbound.authority
     return Authority.of(role_of(inbound, owner_id), (person_key(inbound),))
 
 
-def batch_authority(batch: Iterable[Inbound], owner_id: int | None) -> Authority:
+def batch_authority(batch: Iterable[Inbound], owner_id: OwnerId) -> Authority:
     """A burst's rights: the least of everyone whose words are in it."""
     return Authority.least(authority_of(inbound, owner_id) for inbound in batch)
 
@@ -325,7 +360,7 @@ class CommandMenu:
 
     everyone: tuple[tuple[str, str], ...]
     owner: tuple[tuple[str, str], ...]
-    owner_id: int | None
+    owner_id: OwnerId
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from bicameral.agent.runner import NativeRunner
 from bicameral.context.compaction import Compactor
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import prompt_note, task_reach
+from bicameral.events import OwnerId
 from bicameral.failures import failure_sentence, stopped_task
 from bicameral.models.base import MESSAGES, Message, TextBlock, ToolCall
 from bicameral.sandbox.artifacts import SendLimits
@@ -27,7 +28,7 @@ class BackConfig:
     """What the native executor is given: the owner, where files live and how many a task may send, how much
     memory a brief carries, and the transcript size past which a task's older steps are summarised."""
 
-    owner_id: int | None
+    owner_id: OwnerId
     data_dir: Path
     sending: SendLimits
     memory_inject_tokens: int

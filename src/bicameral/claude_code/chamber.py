@@ -30,7 +30,7 @@ from bicameral.context.envelope import content_blocks
 from bicameral.context.memory import burst_text, prompt_note
 from bicameral.delivery.progress import ProgressNote
 from bicameral.errors import ConfigError
-from bicameral.events import Authority, Inbound, SendText, chat_key
+from bicameral.events import Authority, Inbound, SendText, chat_key, owner_on
 from bicameral.failures import executor_crash_loop, executor_gave_up, failure_sentence, stopped_turn
 from bicameral.markup import quoteattr
 from bicameral.mcp.plugins import (
@@ -362,8 +362,9 @@ class ClaudeCodeChamber:
             window = max(1, round(self._cli.crash_window_seconds / 60))
             text = executor_crash_loop(lead, self._budget.recent, window)
         chats = set(self._workers) | self._owner_chats
-        if not self._owner_chats and self._cli.owner_id is not None:
-            chats.add(chat_key("telegram", self._cli.owner_id))
+        owner = owner_on(self._cli.owner_id, "telegram")
+        if not self._owner_chats and owner is not None:
+            chats.add(chat_key("telegram", owner))
         for chat in sorted(chats):
             result = await self._perform(SendText(chat=chat, text=text))
             if not result.ok:

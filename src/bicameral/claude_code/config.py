@@ -10,6 +10,7 @@ from pathlib import Path
 from bicameral.claude_code.capture import capture_dir
 from bicameral.claude_code.spec import LaunchOptions
 from bicameral.claude_code.workspace import token_dir, workspace
+from bicameral.events import OwnerId
 from bicameral.mcp.plugins import ToolGroups
 from bicameral.sandbox.artifacts import SendLimits
 
@@ -21,7 +22,7 @@ class ClaudeCodeConfig:
     memory a prompt carries."""
 
     data_dir: Path
-    owner_id: int | None
+    owner_id: OwnerId
     binary: str  # the `claude` CLI
     model: str
     effort: str

@@ -15,7 +15,7 @@ from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker
 from bicameral.config import child_process_env
 from bicameral.context.memory import prompt_note, task_reach
-from bicameral.events import TRUSTED_CHANNELS, chat_key
+from bicameral.events import TRUSTED_CHANNELS, chat_key, owner_on
 from bicameral.failures import failure_sentence, stopped_task
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
@@ -139,5 +139,5 @@ class ClaudeCodeExecutor(Executor):
     def _owner_chat(self, chat: str) -> bool:
         """A task from the owner's own chat (their DM, or a trusted local channel) may use what the owner unlocked."""
         channel = chat.split(":", 1)[0]
-        owner = self._config.owner_id
+        owner = owner_on(self._config.owner_id, channel)
         return channel in TRUSTED_CHANNELS or (owner is not None and chat == chat_key(channel, owner))

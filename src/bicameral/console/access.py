@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bicameral.console.desk import Asked, OwnerCommand, Secret
-from bicameral.events import person_key
+from bicameral.events import owner_ids, person_key
 from bicameral.gate.access import POLICIES, AccessConfig, AccessFileError, AccessPolicy, Policy
 from bicameral.gate.pairing import CODE_VALID_SECONDS, Pairing
 
@@ -106,7 +106,7 @@ def access_commands(access: AccessPolicy, pairing: Pairing) -> list[OwnerCommand
         target = parse_target(asked.argument)
         if target is None:
             return f"Usage: {ALLOW_USAGE}"
-        if target.kind == "user" and owner is not None and str(target.id) == str(owner):
+        if target.kind == "user" and str(target.id) in owner_ids(owner):
             return "That's you: the owner is always allowed."
         said: list[str] = []
 
@@ -134,7 +134,7 @@ def access_commands(access: AccessPolicy, pairing: Pairing) -> list[OwnerCommand
         target = parse_target(asked.argument)
         if target is None:
             return f"Usage: {DENY_USAGE}"
-        if target.kind == "user" and owner is not None and str(target.id) == str(owner):
+        if target.kind == "user" and str(target.id) in owner_ids(owner):
             return "That's you: the owner is always allowed, so there is nothing to deny."
         said: list[str] = []
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bicameral.console.desk import MEMBER_COMMANDS
-from bicameral.events import AnswerPress, EditText, Inbound, SendText, authority_of, is_owner, person_key
+from bicameral.events import AnswerPress, EditText, Inbound, OwnerId, SendText, authority_of, is_owner, person_key
 from bicameral.failures import failure_sentence
 from bicameral.models.caps import EVERYONE, Refusal, SpendingCaps
 from bicameral.store.caps import CapNotice, CapStore
@@ -51,7 +51,7 @@ class CapDesk:
         *,
         forward: Callable[[Inbound], Awaitable[None]],
         send: Perform,
-        owner_id: int | None,
+        owner_id: OwnerId,
         owner_chat: str | None,
         clock: Clock = time.time,
     ) -> None:

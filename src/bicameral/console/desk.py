@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from bicameral.events import AnswerPress, CommandMenu, Inbound, Purpose, SendText, is_owner, person_key
+from bicameral.events import AnswerPress, CommandMenu, Inbound, OwnerId, Purpose, SendText, is_owner, person_key
 from bicameral.failures import command_failed
 from bicameral.store.kv import KeyValueStore
 from bicameral.store.messages import MessageStore
@@ -90,7 +90,7 @@ class Console:
         self,
         commands: Sequence[OwnerCommand],
         *,
-        owner_id: int | None,
+        owner_id: OwnerId,
         bot_name: str,
         forward: Callable[[Inbound], Awaitable[None]],
         send: Perform,

@@ -10,19 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from bicameral.events import Attachment, Inbound, authority_of, person_key
+from bicameral.events import Attachment, Inbound, OwnerId, authority_of, person_key
 from bicameral.markup import escape, quoteattr
 from bicameral.models.base import ImageBlock, TextBlock
 
 _QUOTE_CHARS = 500
 
 
-def envelope(batch: Sequence[Inbound], owner_id: int | None) -> str:
+def envelope(batch: Sequence[Inbound], owner_id: OwnerId) -> str:
     """One `<msg>` element per inbound, in arrival order."""
     return "\n".join(_one(inbound, owner_id) for inbound in batch)
 
 
-def content_blocks(batch: Sequence[Inbound], owner_id: int | None) -> list[TextBlock | ImageBlock]:
+def content_blocks(batch: Sequence[Inbound], owner_id: OwnerId) -> list[TextBlock | ImageBlock]:
     """The user turn for a batch: the envelopes, then each photo as an image the model can see."""
     blocks: list[TextBlock | ImageBlock] = [TextBlock(text=envelope(batch, owner_id))]
     for inbound in batch:
@@ -32,12 +32,12 @@ def content_blocks(batch: Sequence[Inbound], owner_id: int | None) -> list[TextB
     return blocks
 
 
-def role_name(inbound: Inbound, owner_id: int | None) -> str:
+def role_name(inbound: Inbound, owner_id: OwnerId) -> str:
     """`owner`, `admin` or `member`: what the sender's words may ask for, as the platform vouches."""
     return authority_of(inbound, owner_id).role.name.lower()
 
 
-def _one(inbound: Inbound, owner_id: int | None) -> str:
+def _one(inbound: Inbound, owner_id: OwnerId) -> str:
     attrs = {
         "id": inbound.message_id,
         "from": inbound.sender.name,

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from bicameral.events import Authority, Inbound, is_owner, split_chat_key
+from bicameral.events import Authority, Inbound, OwnerId, is_owner, split_chat_key
 from bicameral.models.base import Message, TextBlock
 from bicameral.store import Stores
 from bicameral.store.memory import Memory
@@ -85,7 +85,7 @@ async def memory_blocks(
 
 
 def task_reach(
-    stores: Stores, chat: str, origin_message: str | None, owner_id: int | None, authority: Authority | None = None
+    stores: Stores, chat: str, origin_message: str | None, owner_id: OwnerId, authority: Authority | None = None
 ) -> Reach | None:
     """A back task reaches what the lane that asked for it reaches, and never more than its words' authors may.
 

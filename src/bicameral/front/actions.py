@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field, ValidationError
 
 from bicameral.context.envelope import envelope
-from bicameral.events import Attachment, React
+from bicameral.events import Attachment, OwnerId, React
 from bicameral.front.delivery import Delivery
 from bicameral.front.status import describe_status
 from bicameral.models.base import ToolCall, ToolSpec
@@ -107,7 +107,7 @@ class FrontActions:
     schedule_followup: Callable[[str, str], None]
     clock: Callable[[], float] = time.time
     tools: ToolContext | None = None  # what the memory action may touch: this turn's chat and reach
-    owner_id: int | None = None  # to tell the owner's words in the envelopes a task's context quotes
+    owner_id: OwnerId = None  # to tell the owner's words in the envelopes a task's context quotes
     replied: bool = False
     acted: bool = False
     labels: dict[str, str] = field(default_factory=dict)

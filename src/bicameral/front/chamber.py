@@ -18,7 +18,7 @@ from bicameral.context.envelope import content_blocks
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import memory_blocks
 from bicameral.delivery.outbox import Outbox
-from bicameral.events import Authority, SendFile, chat_key, sender_role
+from bicameral.events import Authority, OwnerId, SendFile, chat_key, sender_role
 from bicameral.failures import failure_sentence, task_failed
 from bicameral.front.actions import FrontActions, front_tool_specs
 from bicameral.front.delivery import Delivery
@@ -48,7 +48,7 @@ class FrontConfig:
     counts as away, how tasks are retried."""
 
     bot_name: str
-    owner_id: int | None
+    owner_id: OwnerId
     data_dir: Path
     sending: SendLimits
     memory_inject_tokens: int

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bicameral.events import TRUSTED_CHANNELS, Inbound, is_owner
+from bicameral.events import TRUSTED_CHANNELS, Inbound, OwnerId, is_owner
 
 log = logging.getLogger(__name__)
 Policy = Literal["owner_only", "allowlist", "open"]
@@ -45,7 +45,7 @@ class AccessPolicy:
     """Reads access.json (creating the default on first run) and re-reads it whenever it changes."""
 
     path: Path
-    owner_id: int | None
+    owner_id: OwnerId
     _config: AccessConfig = field(default_factory=AccessConfig)
     _stamp: tuple[int, int, int] | None = None
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from bicameral.channels.base import Cursor
 from bicameral.delivery.router import ActionRouter
-from bicameral.events import Inbound, SendText, chat_key, is_owner
+from bicameral.events import Inbound, OwnerId, SendText, chat_key, is_owner, owner_on
 from bicameral.gate.access import AccessPolicy
 from bicameral.gate.digest import refused_digest
 from bicameral.gate.pairing import Pairing
@@ -49,7 +49,7 @@ class GateConfig:
     """What the gate is given: the owner, where files go, how long a message may be, the group rate limits (the
     per-sender one is the `RateLimiter`'s) and how refused messages are kept and reported."""
 
-    owner_id: int | None
+    owner_id: OwnerId
     data_dir: Path
     max_inbound_chars: int
     group_member_rate_limit_per_min: int
@@ -225,11 +225,12 @@ class Gate:
         transcript.drop(inbound.chat, inbound.sender.name, "not allowed by access policy")
         if first and inbound.is_private:
             self._notify(SendText(chat=inbound.chat, text=PRIVATE_NOTICE))
-        if config.owner_id is None:
+        owner = owner_on(config.owner_id, inbound.channel)  # the owner on the channel the stranger wrote on
+        if owner is None:
             return
         refused = unauthorized.take_digest(now, config.refused_digest_interval_seconds)
         if refused:
-            self._notify(SendText(chat=chat_key(inbound.channel, config.owner_id), text=refused_digest(refused)))
+            self._notify(SendText(chat=chat_key(inbound.channel, owner), text=refused_digest(refused)))
 
     def _rate_check(self, inbound: Inbound) -> tuple[Verdict, str]:
         """A DM counts against its sender; a group message against its sender there, then the group."""

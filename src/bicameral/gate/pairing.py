@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bicameral.events import Inbound, SendText, chat_key, person_key
+from bicameral.events import Inbound, OwnerId, SendText, chat_key, owner_on, person_key
 from bicameral.gate.access import AccessConfig, AccessFileError, AccessPolicy
 from bicameral.store.pairing import PairingStore
 from bicameral.types import Clock
@@ -58,7 +58,7 @@ def code_attempt(inbound: Inbound) -> str | None:
 class Pairing:
     """Issues codes (kept as hashes) and, for the gate, redeems one a stranger sends in a private chat."""
 
-    def __init__(self, store: PairingStore, access: AccessPolicy, *, owner_id: int | None, clock: Clock = time.time) -> None:
+    def __init__(self, store: PairingStore, access: AccessPolicy, *, owner_id: OwnerId, clock: Clock = time.time) -> None:
         self._store = store
         self._access = access
         self._owner_id = owner_id
@@ -122,9 +122,10 @@ class Pairing:
         return before[0]
 
     def _to_owner(self, inbound: Inbound, text: str) -> tuple[SendText, ...]:
-        if self._owner_id is None:
+        owner = owner_on(self._owner_id, inbound.channel)
+        if owner is None:
             return ()
-        return (SendText(chat=chat_key(inbound.channel, self._owner_id), text=text),)
+        return (SendText(chat=chat_key(inbound.channel, owner), text=text),)
 
 
 def _who(inbound: Inbound) -> str:

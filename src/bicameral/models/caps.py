@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bicameral.events import Role, sender_role, split_chat_key
+from bicameral.events import OwnerId, Role, sender_role, split_chat_key
 from bicameral.models.metered import ModelCall
 from bicameral.types import Clock
 
@@ -54,7 +54,7 @@ class SpendingCaps:
         *,
         per_user: int | None,
         everyone: int | None,
-        owner_id: int | None,
+        owner_id: OwnerId,
         load_spend: LoadSpend,
         load_allowances: LoadAllowances,
         clock: Clock = time.time,

@@ -15,7 +15,7 @@ from bicameral.context.envelope import content_blocks, envelope
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import memory_blocks, without_memory
 from bicameral.delivery.progress import ProgressNote
-from bicameral.events import Authority, SendText
+from bicameral.events import Authority, OwnerId, SendText
 from bicameral.failures import failure_sentence, stopped_turn
 from bicameral.markup import quoteattr
 from bicameral.models.base import MESSAGES, Message, ToolCall
@@ -37,7 +37,7 @@ class SingleConfig:
     task's run is retried."""
 
     bot_name: str
-    owner_id: int | None
+    owner_id: OwnerId
     data_dir: Path
     sending: SendLimits
     memory_inject_tokens: int

@@ -37,9 +37,11 @@ from bicameral.events import (
     AnswerPress,
     EditText,
     Inbound,
+    OwnerId,
     Role,
     SendText,
     chat_key,
+    owner_on,
     sender_role,
     split_chat_key,
 )
@@ -97,7 +99,7 @@ class Approvals:
         messages: MessageStore,
         perform: Perform,
         *,
-        owner_id: int | None,
+        owner_id: OwnerId,
         ask_before: AskBefore,
         timeout: float,
         redact: Callable[[str], str],
@@ -163,7 +165,8 @@ class Approvals:
         channel, _ = split_chat_key(chat)
         if channel in TRUSTED_CHANNELS:
             return chat
-        return None if self._owner_id is None else chat_key(channel, self._owner_id)
+        owner = owner_on(self._owner_id, channel)
+        return None if owner is None else chat_key(channel, owner)
 
     def _text(self, name: str, raw_args: dict[str, Any], ctx: ToolContext, owner_chat: str, reason: str) -> str:
         shown = self._redact(json.dumps(raw_args, ensure_ascii=False, sort_keys=True))

@@ -18,6 +18,7 @@ from bicameral.events import (
     ActionResult,
     Authority,
     Inbound,
+    OwnerId,
     Role,
     SendFile,
     SendText,
@@ -46,7 +47,7 @@ _NOTHING_OF_YOURS = "Nothing of yours is running. Only the owner or a group admi
 class LaneConfig:
     """What the lanes are given: who the owner is, the debounce, the turn cap and the typing pace."""
 
-    owner_id: int | None
+    owner_id: OwnerId
     debounce_ms: int
     max_concurrent_turns: int
     typing_delay_seconds: float  # a turn quicker than this shows no "typing…"

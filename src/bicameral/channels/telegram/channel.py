@@ -18,7 +18,7 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter,
 from bicameral.backoff import Backoff
 from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.errors import ChannelStartError, ConfigError
-from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
+from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound, owner_on
 from bicameral.imports import warm_in_background
 from bicameral.net import Proxies
 from bicameral.redaction import Redactor
@@ -168,9 +168,10 @@ class TelegramChannel:
         everyone = [BotCommand(name, summary[:256]) for name, summary in menu.everyone]
         try:
             await self._bot.set_my_commands(everyone, scope=BotCommandScopeDefault())
-            if menu.owner_id is not None:
+            owner_id = owner_on(menu.owner_id, self.name)
+            if owner_id is not None:
                 owner = everyone + [BotCommand(name, summary[:256]) for name, summary in menu.owner]
-                await self._bot.set_my_commands(owner, scope=BotCommandScopeChat(menu.owner_id))
+                await self._bot.set_my_commands(owner, scope=BotCommandScopeChat(owner_id))
         except TelegramError as exc:
             # The menu only hides commands; the owner check is what guards them.
             log.warning("telegram: could not set the command menu: %s", self._explain(exc))
