@@ -24,24 +24,30 @@ class Downloads:
         self.max_bytes = max_bytes
         self.keep: Keep | None = None
         self._tasks: list[asyncio.Task[str]] = []
+        self._arrived = asyncio.Event()
 
     def started(self, download: Download) -> None:
         """Playwright's `download` event: save it in the background."""
         self._tasks.append(asyncio.ensure_future(self._save(download)))
+        self._arrived.set()
 
-    def mark(self) -> int:
-        """Where the current action's downloads begin."""
-        return len(self._tasks)
+    def mark(self) -> None:
+        """An action begins: `arrival` waits for a download it starts."""
+        self._arrived.clear()
 
-    async def finished(self, since: int, timeout: float) -> list[str]:
-        """Wait up to `timeout` for the downloads started since `since`; cancel those still running. Their notes."""
-        pending = self._tasks[since:]
+    async def arrival(self) -> None:
+        """Until a download has started since `mark()` (a navigation that became one may say so before the event)."""
+        await self._arrived.wait()
+
+    async def finished(self, timeout: float) -> list[str]:
+        """Wait up to `timeout` for the downloads not reported yet (one may start just after the action that caused
+        it, and is reported by the next); cancel those still running. Their notes."""
+        pending, self._tasks = self._tasks, []
         if not pending:
             return []
         done, unfinished = await asyncio.wait(pending, timeout=timeout)
         for task in unfinished:
             task.cancel()
-        del self._tasks[since:]
         notes = [task.result() for task in pending if task in done and not task.cancelled()]
         return notes + [f"a download was still running after {timeout:g} s; cancelled" for _ in unfinished]
 

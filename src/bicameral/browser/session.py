@@ -89,7 +89,8 @@ class _Tab:
     gateway: Gateway
     downloads: Downloads
     page: Page | None = None
-    popups: int = 0
+    popups: int = 0  # in the action under way
+    unreported: int = 0  # closed since the last result said so
     popup_urls: list[str] = field(default_factory=list)
     tripped: asyncio.Event = field(default_factory=asyncio.Event)
     timer: asyncio.TimerHandle | None = None
@@ -123,7 +124,8 @@ class BrowserSessions:
                 response = await page.goto(url, wait_until="load", timeout=self._ms(self.limits.timeout_seconds))
             except PlaywrightError as exc:
                 if "Download is starting" in str(exc):
-                    return None  # the address is a file: it lands in the workspace (see the notes)
+                    await self._tabs[chat].downloads.arrival()  # the address is a file: it lands in the workspace
+                    return None
                 raise
             return response.status if response is not None else None
 
@@ -215,10 +217,9 @@ class BrowserSessions:
             self._disarm(tab)
             tab.downloads.keep = keep or tab.downloads.keep
             tab.popups = 0
-            tab.popup_urls.clear()
             tab.gateway.refused.clear()  # what the page did before this action was reported then, or not asked
             tab.tripped.clear()
-            started = tab.downloads.mark()
+            tab.downloads.mark()
             work = asyncio.ensure_future(step(tab))
             stop = asyncio.ensure_future(tab.tripped.wait())
             # A little past Playwright's own limits: this one catches a page whose scripts keep Chromium from answering.
@@ -249,10 +250,13 @@ class BrowserSessions:
                 else:
                     self._arm(chat, tab)
                 raise
-            notes = [*self._refusals(tab), *await tab.downloads.finished(started, self.limits.timeout_seconds)]
-            if tab.popups:
+            notes = [*self._refusals(tab), *await tab.downloads.finished(self.limits.timeout_seconds)]
+            # A window is handed over once it has an address, which may be after the action ended: the next one says so.
+            if tab.unreported:
                 opened = f" (for {', '.join(tab.popup_urls)}: browser_navigate there to follow)" if tab.popup_urls else ""
-                notes.append(f"closed {tab.popups} window(s) the page opened{opened}")
+                notes.append(f"closed {tab.unreported} window(s) the page opened{opened}")
+                tab.unreported = 0
+                tab.popup_urls.clear()
             self._arm(chat, tab)
             return result, tuple(notes)
 
@@ -288,6 +292,7 @@ class BrowserSessions:
         if tab.page is None or page is tab.page:
             return
         tab.popups += 1
+        tab.unreported += 1
         # Playwright hands the window over once it has its first address: a link's target, window.open's argument.
         if page.url.startswith(("http://", "https://")) and len(tab.popup_urls) < 3:
             tab.popup_urls.append(page.url[:300])
