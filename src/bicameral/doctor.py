@@ -34,6 +34,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _claude_cli,
         _sandbox,
         _chromium,
+        _documents,
         _voice,
         _plugins,
     ]
