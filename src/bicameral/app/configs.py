@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,9 +16,10 @@ from bicameral.browser.session import BrowserLimits
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import ConfigError
-from bicameral.events import AttachmentKind
+from bicameral.events import AttachmentKind, Inbound, Owners, Sender, chat_key
 from bicameral.front.chamber import FrontConfig
 from bicameral.gate.gate import GateConfig
+from bicameral.media.documents import DocumentLimits, DocumentReader
 from bicameral.media.intake import AttachmentReader, MediaIntake
 from bicameral.media.voice import VoiceReader
 from bicameral.models import ModelConfig
@@ -40,6 +42,7 @@ from bicameral.web.search import DdgsSearcher
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
+    from bicameral.channels.matrix import MatrixConfig
     from bicameral.channels.telegram import TelegramConfig
     from bicameral.claude_code.chamber import ChamberConfig
     from bicameral.claude_code.config import ClaudeCodeConfig
@@ -56,10 +59,14 @@ def configured_channels(settings: Settings) -> list[Channel]:
         from bicameral.channels.telegram import TelegramChannel
 
         channels.append(TelegramChannel(telegram_config(settings)))
+    if settings.matrix_homeserver is not None:
+        from bicameral.channels.matrix import MatrixChannel
+
+        channels.append(MatrixChannel(matrix_config(settings)))
     if not channels:
         raise ConfigError(
             "no channel is configured: set BICAMERAL_TELEGRAM_TOKEN (from @BotFather) to serve Telegram, "
-            "or run `bicameral chat` to talk in this terminal"
+            "BICAMERAL_MATRIX_HOMESERVER (and the account) to serve Matrix, or run `bicameral chat` to talk in this terminal"
         )
     return channels
 
@@ -158,12 +165,13 @@ def web_search_tool(settings: Settings) -> WebSearch:
 def media_intake(settings: Settings, messages: MessageStore) -> MediaIntake:
     """How sent files are read before a turn: a reader per kind, each loading its libraries on its first file."""
     readers: dict[AttachmentKind, AttachmentReader] = {"voice": VoiceReader(voice_config(settings))}
+    readers["document"] = DocumentReader(DocumentLimits(max_bytes=settings.document_max_mb << 20))
     return MediaIntake(readers, data_dir=settings.data_dir, keep=lambda inbound: messages.rewrite(inbound.row_id, inbound))
 
 
 def gate_config(settings: Settings) -> GateConfig:
     return GateConfig(
-        owner_id=settings.owner_id,
+        owner_id=owners(settings),
         data_dir=settings.data_dir,
         max_inbound_chars=settings.max_inbound_chars,
         group_member_rate_limit_per_min=settings.group_member_rate_limit_per_min,
@@ -175,7 +183,7 @@ def gate_config(settings: Settings) -> GateConfig:
 
 def lane_config(settings: Settings) -> LaneConfig:
     return LaneConfig(
-        owner_id=settings.owner_id,
+        owner_id=owners(settings),
         debounce_ms=settings.debounce_ms,
         max_concurrent_turns=settings.max_concurrent_turns,
         typing_delay_seconds=settings.typing_delay_seconds,
@@ -198,7 +206,7 @@ def fire_retry(settings: Settings) -> FireRetry:
 def single_config(settings: Settings) -> SingleConfig:
     return SingleConfig(
         bot_name=settings.bot_name,
-        owner_id=settings.owner_id,
+        owner_id=owners(settings),
         data_dir=settings.data_dir,
         sending=send_limits(settings),
         memory_inject_tokens=settings.memory_inject_tokens,
@@ -219,7 +227,7 @@ def offline_config(settings: Settings) -> OfflineConfig:
 def front_config(settings: Settings) -> FrontConfig:
     return FrontConfig(
         bot_name=settings.bot_name,
-        owner_id=settings.owner_id,
+        owner_id=owners(settings),
         data_dir=settings.data_dir,
         sending=send_limits(settings),
         memory_inject_tokens=settings.memory_inject_tokens,
@@ -240,7 +248,7 @@ def front_config(settings: Settings) -> FrontConfig:
 
 def back_config(settings: Settings) -> BackConfig:
     return BackConfig(
-        owner_id=settings.owner_id,
+        owner_id=owners(settings),
         data_dir=settings.data_dir,
         sending=send_limits(settings),
         memory_inject_tokens=settings.memory_inject_tokens,
@@ -254,7 +262,7 @@ def claude_code_config(settings: Settings) -> ClaudeCodeConfig:
 
     return ClaudeCodeConfig(
         data_dir=settings.data_dir,
-        owner_id=settings.owner_id,
+        owner_id=owners(settings),
         binary=settings.claude_bin,
         model=settings.back.model,
         effort=settings.claude_effort,
@@ -317,6 +325,42 @@ def telegram_config(settings: Settings) -> TelegramConfig:
         data_dir=settings.data_dir,
         attachments_dir=settings.attachments_dir,
         typing_interval_seconds=settings.typing_interval_seconds,
+    )
+
+
+def owners(settings: Settings) -> Owners:
+    """The owner's id on each channel: BICAMERAL_OWNER_ID on Telegram, BICAMERAL_MATRIX_OWNER_ID on Matrix."""
+    return Owners.of(telegram=settings.owner_id, matrix=settings.matrix_owner_id)
+
+
+def owner_chat(settings: Settings, channels: Sequence[Channel]) -> str | None:
+    """Where the owner is told things outside any conversation: their DM on the first served channel that knows them
+    (a Matrix user id stands for the DM with them; the channel finds or opens it)."""
+    known = owners(settings)
+    return next((chat_key(c.name, user) for c in channels if (user := known.on(c.name)) is not None), None)
+
+
+def matrix_config(settings: Settings) -> MatrixConfig:
+    from bicameral.channels.matrix import MatrixConfig
+    from bicameral.gate.access import AccessPolicy
+
+    if not settings.matrix_user_id:
+        raise ConfigError("BICAMERAL_MATRIX_HOMESERVER is set but BICAMERAL_MATRIX_USER_ID is not")
+    access = AccessPolicy(settings.resolved_access_path, owners(settings))
+
+    def may_invite(user: str) -> bool:
+        """Whoever may write to the assistant directly (the owner, access.json's users) may invite it to a room."""
+        return access.allows(Inbound("matrix", "matrix:" + user, "", Sender(user, user), "", 0.0))
+
+    return MatrixConfig(
+        homeserver=settings.matrix_homeserver or "",
+        user_id=settings.matrix_user_id,
+        access_token=settings.matrix_access_token,
+        password=settings.matrix_password,
+        data_dir=settings.data_dir,
+        attachments_dir=settings.attachments_dir,
+        session_file=settings.data_dir / "matrix" / "session.json",
+        may_invite=may_invite,
     )
 
 

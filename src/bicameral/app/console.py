@@ -6,6 +6,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from bicameral.app.configs import owners
 from bicameral.config import Settings
 from bicameral.console.access import access_commands
 from bicameral.console.audit import AuditSources, audit_command
@@ -108,7 +109,7 @@ def build_console(
 ) -> Console:
     """The console with every owner command, handing everything else on to `forward`."""
     console = Console(
-        (), owner_id=settings.owner_id, bot_name=settings.bot_name, forward=forward, send=send, messages=stores.messages,
+        (), owner_id=owners(settings), bot_name=settings.bot_name, forward=forward, send=send, messages=stores.messages,
         kv=stores.kv,
     )
     told = report_config(settings, mode)  # /health: each configured model's last outcome, from the meter

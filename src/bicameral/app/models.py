@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from bicameral.app.configs import owners
 from bicameral.config import Settings
 from bicameral.models import build_model
 from bicameral.models.base import Model
@@ -30,7 +31,7 @@ class AppModels:
         self._opened: list[Model] = []
         # The spending caps (BICAMERAL_USER_DAILY_TOKENS, BICAMERAL_DAILY_TOKENS), checked before each call.
         self.caps = SpendingCaps(
-            per_user=settings.user_daily_tokens, everyone=settings.daily_tokens, owner_id=settings.owner_id,
+            per_user=settings.user_daily_tokens, everyone=settings.daily_tokens, owner_id=owners(settings),
             load_spend=stores.caps.spend_since, load_allowances=stores.caps.allowances, clock=clock,
         )
         # Every model call is recorded (model_usage), and each goes to the model the owner chose (/model), if any.

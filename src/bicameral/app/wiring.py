@@ -23,6 +23,8 @@ from bicameral.app.configs import (
     lane_config,
     media_intake,
     offline_config,
+    owner_chat,
+    owners,
     single_config,
     tools_for,
     web_fetch_tool,
@@ -37,7 +39,7 @@ from bicameral.config import Settings
 from bicameral.console.caps import CapDesk
 from bicameral.delivery.outbox import Outbox
 from bicameral.delivery.router import ActionRouter
-from bicameral.events import SendText, chat_key
+from bicameral.events import SendText
 from bicameral.failures import failure_sentence
 from bicameral.front.chamber import FrontChamber
 from bicameral.gate.access import AccessPolicy
@@ -146,7 +148,7 @@ class App:
         )
         # The owner's approvals of tool calls (plugins.json's ask_before, untrusted content): presses taken out next.
         self.approvals = Approvals(
-            ApprovalStore(self.stores.db), self.stores.messages, self.outbox.perform, owner_id=settings.owner_id,
+            ApprovalStore(self.stores.db), self.stores.messages, self.outbox.perform, owner_id=owners(settings),
             ask_before=AskBefore(load_plugins(settings.resolved_plugins_path).ask_before),
             timeout=settings.approval_timeout_seconds, redact=self.stores.redact, clock=self._clock,
         )
@@ -177,15 +179,14 @@ class App:
             media=self.media,
         )
         # Spending caps: what a cap stops waits between the console and the lanes, and the owner is asked.
-        owner = settings.owner_id
         self.caps = CapDesk(
             self.models.caps, self.stores.caps, self.stores.messages, forward=self.conversation.submit,
-            send=self.outbox.perform, owner_id=owner, clock=self._clock,
-            owner_chat=chat_key(self.channels[0].name, owner) if owner is not None and self.channels else None,
+            send=self.outbox.perform, owner_id=owners(settings), clock=self._clock,
+            owner_chat=owner_chat(settings, self.channels),
         )
         self.conversation.on_capped = self.caps.hold_refused
-        access = AccessPolicy(settings.resolved_access_path, settings.owner_id)
-        pairing = Pairing(self.stores.pairing, access, owner_id=settings.owner_id, clock=self._clock)
+        access = AccessPolicy(settings.resolved_access_path, owners(settings))
+        pairing = Pairing(self.stores.pairing, access, owner_id=owners(settings), clock=self._clock)
         self.console = build_console(
             settings, self.mode, self.stores, self.tasks, self.models, forward=self.caps.forward,
             send=self.outbox.perform, access=access, pairing=pairing, stop=self.stop_with, started_at=started_at,
@@ -265,10 +266,8 @@ class App:
             per_user=settings.schedules_per_user,
             min_interval_seconds=settings.schedule_min_interval_seconds,
         )
-        owner = settings.owner_id
-        owner_chat = chat_key(self.channels[0].name, owner) if owner is not None and self.channels else None
         seed_reflection(
-            self.stores.schedules, enabled=settings.self_reflection, owner_chat=owner_chat,
+            self.stores.schedules, enabled=settings.self_reflection, owner_chat=owner_chat(settings, self.channels),
             cron=settings.self_reflection_cron, now=self._clock(),
         )
         # Through the outbox: once a reminder is recorded there, its delivery survives retries and restarts.
@@ -297,10 +296,10 @@ class App:
 
     def _disk_low(self) -> None:
         """The data disk ran short (the database got the reserve): the owner hears it once, until there is room."""
-        owner = self.settings.owner_id
-        if owner is None or not self.channels or not hasattr(self, "outbox"):
+        chat = owner_chat(self.settings, self.channels)
+        if chat is None or not hasattr(self, "outbox"):
             return
-        notice = SendText(chat=chat_key(self.channels[0].name, owner), text=failure_sentence("disk_full"))
+        notice = SendText(chat=chat, text=failure_sentence("disk_full"))
         self._in_background(self.outbox.perform(notice))
 
     def _in_background(self, work: Coroutine[Any, Any, Any]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nio import Api, AsyncClient, ErrorResponse, RoomSendResponse, UploadResponse
+from nio import Api, AsyncClient, ErrorResponse, RoomCreateResponse, RoomSendResponse, UploadResponse
 
 from bicameral.events import (
     Action,
@@ -42,10 +42,13 @@ class ActionPerformer:
         self._data_dir = data_dir
         self._redact = redact
         self.sent: set[str] = set()  # event ids of our messages in this process (a reply to one addresses us)
+        self._direct: dict[str, str] = {}  # user id → our DM room with them
 
     async def perform(self, action: Action) -> ActionResult:
         room = split_chat_key(action.chat)[1]
         try:
+            if room.startswith("@"):  # a person (the owner), not a room: their DM with us
+                room = await self._direct_room(room)
             if isinstance(action, SendText):
                 return await self._send_text(room, action)
             if isinstance(action, EditText):
@@ -69,6 +72,20 @@ class ActionPerformer:
         except Exception as exc:  # a network error, a closed session: the outbox retries what it keeps
             return ActionResult.failed(self._redact(f"Matrix {type(action).__name__} failed: {type(exc).__name__}: {exc}"))
         return ActionResult.failed(f"Matrix cannot do {type(action).__name__}")
+
+    async def _direct_room(self, user: str) -> str:
+        """Our DM with `user`: a room of just the two of us, found among our rooms or opened (and remembered)."""
+        if user in self._direct:
+            return self._direct[user]
+        for room_id, room in self._client.rooms.items():
+            if user in room.users and room.member_count == 2:
+                self._direct[user] = room_id
+                return str(room_id)
+        made = await self._client.room_create(is_direct=True, invite=[user])
+        if not isinstance(made, RoomCreateResponse):
+            raise OSError(f"could not open a DM with {user}: {getattr(made, 'message', made)}")
+        self._direct[user] = made.room_id
+        return str(made.room_id)
 
     async def _send_text(self, room: str, action: SendText) -> ActionResult:
         text = action.text
