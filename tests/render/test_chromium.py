@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 
 import psutil
 import pytest
@@ -80,3 +81,28 @@ async def test_why_off_names_a_missing_binary(tmp_path) -> None:
     assert "not installed at" in (chromium.why_off() or "")
     with pytest.raises(ChromiumOff, match="not installed"):
         await chromium.new_context()
+
+
+STUN = """async (server) => {
+  const pc = new RTCPeerConnection({iceServers: [{urls: server}]});
+  pc.createDataChannel("x");
+  await pc.setLocalDescription(await pc.createOffer());
+  await new Promise(done => {
+    pc.onicegatheringstatechange = () => pc.iceGatheringState === "complete" && done();
+    setTimeout(done, 3000);
+  });
+  pc.close();
+}"""
+
+
+@pytest.mark.parametrize("options", [{}, {"proxy": {"server": "http://127.0.0.1:9"}}], ids=["direct", "proxied"])
+async def test_webrtc_sends_nothing_past_the_context_s_proxy(chromium: Chromium, options: dict) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stun:
+        stun.bind(("127.0.0.1", 0))
+        context = await chromium.new_context(**options)
+        page = await context.new_page()
+        await page.evaluate(STUN, f"stun:127.0.0.1:{stun.getsockname()[1]}")
+        await context.close()
+        stun.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            stun.recvfrom(2048)  # no STUN binding request arrived

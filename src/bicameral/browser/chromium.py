@@ -18,8 +18,14 @@ log = logging.getLogger(__name__)
 
 # Debian's binary itself, not the /usr/bin/chromium launcher script (scripts/setup installs it).
 DEFAULT_CHROMIUM = "/usr/lib/chromium/chromium"
-# Containers often give /dev/shm only 64 MB, too little for a renderer's shared memory.
-_ARGS = ("--disable-dev-shm-usage", "--disable-extensions", "--mute-audio")
+# Containers often give /dev/shm only 64 MB, too little for a renderer's shared memory. WebRTC sends its UDP
+# (STUN, TURN) past any proxy a context has: only what goes through the context's proxy may leave.
+_ARGS = (
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--mute-audio",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+)
 
 
 class ChromiumOff(BicameralError):
