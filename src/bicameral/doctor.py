@@ -30,6 +30,7 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
         _database,
         _access_file,
         _telegram,
+        _matrix,
         _back_model,
         _claude_cli,
         _sandbox,
@@ -83,8 +84,28 @@ async def _access_file(settings: Settings) -> Check:
         config = AccessConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except Exception as exc:
         return Check("access", False, f"{path} is broken ({str(exc)[:200]}); fix or delete it")
-    note = "" if settings.owner_id is not None else " (BICAMERAL_OWNER_ID is not set: nobody is the owner)"
-    return Check("access", settings.owner_id is not None or config.policy != "owner_only", f"policy {config.policy}{note}")
+    owner = settings.owner_id is not None or settings.matrix_owner_id is not None
+    note = "" if owner else " (BICAMERAL_OWNER_ID is not set: nobody is the owner)"
+    return Check("access", owner or config.policy != "owner_only", f"policy {config.policy}{note}")
+
+
+async def _matrix(settings: Settings) -> Check:
+    """The homeserver answers (its versions endpoint) and the account logs in (whoami; a password login is undone)."""
+    if settings.matrix_homeserver is None:
+        return Check("matrix", True, "not configured (set BICAMERAL_MATRIX_HOMESERVER to serve Matrix)", required=False)
+    from bicameral.channels.matrix.session import check_account
+    from bicameral.errors import ChannelStartError
+    from bicameral.redaction import Redactor
+
+    token = settings.matrix_access_token.get_secret_value() if settings.matrix_access_token else None
+    password = settings.matrix_password.get_secret_value() if settings.matrix_password else None
+    try:
+        user = await asyncio.wait_for(check_account(settings.matrix_homeserver, settings.matrix_user_id or "",
+                                                    token=token, password=password), timeout=30)
+    except (ChannelStartError, TimeoutError) as exc:
+        detail = str(exc) or f"{settings.matrix_homeserver} did not answer within 30 s"
+        return Check("matrix", False, Redactor([s for s in (token, password) if s])(detail))
+    return Check("matrix", True, f"logged in to {settings.matrix_homeserver} as {user}")
 
 
 async def _telegram(settings: Settings) -> Check:

@@ -24,8 +24,8 @@ async def test_doctor_checks_only_features_that_exist(tmp_path: Path) -> None:
         ok, lines = await _doctor(settings)
     names = [line.split(":", 1)[0][2:] for line in lines[:-1]]
     assert names == [
-        "data dir", "database", "access", "telegram", "back model", "claude", "sandbox", "chromium", "voice",
-        "plugins",
+        "data dir", "database", "access", "telegram", "matrix", "back model", "claude", "sandbox", "chromium", "documents",
+        "voice", "plugins",
     ]
     assert ok and lines[-1] == "all required checks passed"
 

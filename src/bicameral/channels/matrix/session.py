@@ -8,7 +8,7 @@ import logging
 import os
 from pathlib import Path
 
-from nio import AsyncClient, LoginResponse, WhoamiResponse
+from nio import AsyncClient, AsyncClientConfig, LoginResponse, WhoamiResponse
 
 from bicameral.errors import ChannelStartError
 
@@ -77,3 +77,29 @@ def _write(path: Path, homeserver: str, user: str, token: str, device: str) -> N
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
         json.dump({"homeserver": homeserver, "user_id": user, "access_token": token, "device_id": device}, file)
     os.replace(partial, path)
+
+
+async def check_account(homeserver: str, user_id: str, *, token: str | None, password: str | None) -> str:
+    """For `bicameral doctor`: the homeserver answers its versions endpoint and the account logs in (whoami); returns
+    the user id, or raises ChannelStartError saying which failed. A password's own login is logged out again."""
+    config = AsyncClientConfig(max_limit_exceeded=0, max_timeouts=0, encryption_enabled=False, request_timeout=15)
+    client = AsyncClient(homeserver.rstrip("/"), user_id, config=config)
+    try:
+        try:
+            versions = await client.send("GET", "/_matrix/client/versions")
+        except Exception as exc:
+            raise ChannelStartError(f"cannot reach {client.homeserver}: {type(exc).__name__}") from None
+        if versions.status != 200:
+            raise ChannelStartError(f"{client.homeserver} answered {versions.status} for its versions: is it a homeserver?")
+        if token:
+            client.access_token = token
+            await _check(client, REVOKED)
+            return str(client.user_id)
+        login = await client.login(password or "", device_name=f"{DEVICE_NAME} doctor")
+        if not isinstance(login, LoginResponse):
+            raise ChannelStartError(f"{WRONG_PASSWORD} ({getattr(login, 'message', login)})")
+        await _check(client, REVOKED)
+        await client.logout()
+        return str(client.user_id)
+    finally:
+        await client.close()
