@@ -86,16 +86,12 @@ async def tools_for(settings: Settings, left_out: list[str] | None = None) -> li
     tools = [tool for tool in discover_tools() if tool.name not in built]
     tools += await plugin_tools(settings, left_out)
     if why := renderer.chromium.why_off():
-        log.warning("render_html and render_latex are off: %s", why)
+        log.warning("render_html, render_latex and the browser tools are off: %s", why)
         if left_out is not None:
             left_out.append(f"render_html and render_latex are off: {why}")
-    else:
-        tools += rendering
-    if why := renderer.chromium.why_off():
-        if left_out is not None:
             left_out.append(f"the browser tools are off: {why}")
     else:
-        tools += browsing
+        tools += [*rendering, *browsing]
     if why := await run.why_off():
         log.warning("the run tool is off: %s", why)
         if left_out is not None:
