@@ -39,6 +39,7 @@ from .translate import CHANNEL, Me, Replied, Room, replied_to, translate
 log = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_MS = 30000  # the long poll: the homeserver holds a sync this long when nothing happens
+SYNC_GRACE_SECONDS = 15.0  # past the long poll, how long a sync may take before it counts as failed
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
 ENCRYPTED_NOTICE = (
@@ -135,9 +136,11 @@ class MatrixChannel:
         first = True
         while True:
             try:
-                # The first sync of a process asks for every room's full state (members, names, encryption).
-                response = await self._client.sync(timeout=0 if first else self._config.sync_timeout_ms,
-                                                   since=self._since, full_state=first, set_presence="offline")
+                # The first sync of a process asks for every room's full state (members, names, encryption). nio
+                # sets no time limit on that one: a server that never answers must not hold the loop forever.
+                sync = self._client.sync(timeout=0 if first else self._config.sync_timeout_ms,
+                                         since=self._since, full_state=first, set_presence="offline")
+                response = await asyncio.wait_for(sync, self._config.sync_timeout_ms / 1000 + SYNC_GRACE_SECONDS)
             except Exception as exc:  # a timeout, a refused connection, a body that is not JSON (a 500 page)
                 delay = backoff.next()
                 log.warning("matrix sync failed (%s); retrying in %.0fs", self._redact(f"{type(exc).__name__}: {exc}"), delay)
