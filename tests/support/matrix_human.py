@@ -39,6 +39,18 @@ class Human:
 
         await eventually(present, f"{user} to join {room}", timeout=timeout)
 
+    async def accept_invite(self, timeout: float = 30.0) -> str:
+        """Wait for an invite, join its room and return the room's id."""
+
+        async def invited() -> str | None:
+            synced = await self.client.sync(timeout=500)
+            for room_id in getattr(getattr(synced, "rooms", None), "invite", {}):
+                await self.client.join(room_id)
+                return str(room_id)
+            return None
+
+        return await eventually(invited, f"an invite for {self.user.user_id}", timeout=timeout)
+
     async def send(self, room: str, content: dict[str, Any]) -> str:
         sent = await self.client.room_send(room, "m.room.message", content)
         assert isinstance(sent, RoomSendResponse), sent

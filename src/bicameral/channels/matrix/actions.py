@@ -78,7 +78,8 @@ class ActionPerformer:
         if user in self._direct:
             return self._direct[user]
         for room_id, room in self._client.rooms.items():
-            if user in room.users and room.member_count == 2:
+            # A DM: just the two of us in an unnamed room that was not upgraded away.
+            if user in room.users and room.member_count == 2 and room.is_group and not room.replacement_room:
                 self._direct[user] = room_id
                 return str(room_id)
         made = await self._client.room_create(is_direct=True, invite=[user])

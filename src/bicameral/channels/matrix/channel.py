@@ -15,6 +15,7 @@ from nio import (
     Api,
     AsyncClient,
     AsyncClientConfig,
+    JoinResponse,
     MatrixRoom,
     ProfileGetDisplayNameResponse,
     RoomGetEventResponse,
@@ -27,7 +28,7 @@ from pydantic import SecretStr
 from bicameral.backoff import Backoff
 from bicameral.channels.base import Cursor, InboundSink, OnEnd
 from bicameral.errors import ConfigError
-from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
+from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound, SendText, chat_key
 from bicameral.redaction import Redactor
 from bicameral.types import Sleep
 
@@ -46,6 +47,7 @@ ENCRYPTED_NOTICE = (
     "This room is end-to-end encrypted, and I can't read encrypted rooms, so I'm leaving it. "
     "Invite me to a room without encryption, or talk to me directly in an unencrypted DM."
 )
+UPGRADED_NOTICE = "A room you upgraded moved to a new room that I can't join by myself: please invite me there."
 
 
 @dataclass(frozen=True)
@@ -261,19 +263,30 @@ class MatrixChannel:
             if kind == "m.room.tombstone" and isinstance(content, dict):
                 replacement = content.get("replacement_room")
                 if isinstance(replacement, str) and replacement.startswith("!"):
-                    log.info("matrix: %s was upgraded; following it to %s", room_id, replacement)
                     self._left.add(room_id)
-                    await self._quietly(self._client.join(replacement))
+                    joined = await self._client.join(replacement)
+                    log.info("matrix: %s was upgraded to %s; joining it: %s", room_id, replacement, type(joined).__name__)
+                    upgrader = event.get("sender")
+                    if not isinstance(joined, JoinResponse) and isinstance(upgrader, str):
+                        # An invite-only room, and the old one now lets only its admins speak: the person who
+                        # upgraded it hears in our DM that they can invite us.
+                        told = await self._actions.perform(SendText(chat_key(CHANNEL, upgrader), UPGRADED_NOTICE,
+                                                                    purpose="notice"))
+                        log.info("matrix: asked %s for an invite to %s: %s", upgrader, replacement, told.ok)
                     return True
         return False
 
     async def _leave_encrypted(self, room_id: str) -> None:
         log.warning("matrix: leaving the encrypted room %s (end-to-end encryption is not supported)", room_id)
         self._left.add(room_id)
-        notice = {"msgtype": "m.notice", "body": ENCRYPTED_NOTICE}
+        await self._notice(room_id, ENCRYPTED_NOTICE)
+        await self._quietly(self._client.room_leave(room_id))
+
+    async def _notice(self, room_id: str, text: str) -> None:
+        """A word from the channel itself, sent as it is (never encrypted), not kept as conversation."""
+        notice = {"msgtype": "m.notice", "body": text}
         method, path, data = Api.room_send(self._client.access_token, room_id, "m.room.message", notice, str(uuid.uuid4()))
         await self._quietly(self._client._send(RoomSendResponse, method, path, data, (room_id,)))
-        await self._quietly(self._client.room_leave(room_id))
 
     async def _quietly(self, call: Any) -> None:
         try:
