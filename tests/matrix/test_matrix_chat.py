@@ -46,8 +46,13 @@ async def test_a_room_mention_is_answered_in_its_thread_and_other_messages_are_n
     await ann.send(room, {"msgtype": "m.text", "body": "Archie and you?", "format": "org.matrix.custom.html",
                           "formatted_body": pill})
     await ann.await_from(room, bot, 2)
+    # In the thread the bot answered in, a follow-up needs no mention (clients add the reply fallback to the latest).
+    await bob.say(room, "and 3+3?", **{"m.relates_to": {"rel_type": "m.thread", "event_id": mentioned,
+                                                        "is_falling_back": True, "m.in_reply_to": {"event_id": mentioned}}})
+    followed = (await ann.await_from(room, bot, 3))[2]["content"]["m.relates_to"]
+    assert followed["rel_type"] == "m.thread" and followed["event_id"] == mentioned
     await quiet_for(2.0, "an answer to the unmentioned message would have been sent by now")
-    assert len(await ann.events(room, bot)) == 2
+    assert len(await ann.events(room, bot)) == 3
     texts = [r.last_user_text() for r in models.requests_for()]
     assert not any("lunch at noon" in t and "2+2" not in t for t in texts)
 

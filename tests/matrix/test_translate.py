@@ -51,6 +51,13 @@ def test_a_room_message_is_answered_in_its_own_thread_or_the_thread_it_is_in():
     assert translate(threaded, TEAM, ME).thread_id == "$root"
 
 
+def test_a_message_in_a_thread_we_answered_in_addresses_us():
+    threaded = event("and then?", **{"m.relates_to": {"rel_type": "m.thread", "event_id": "$root"}})
+    assert translate(threaded, TEAM, ME, our_threads={"$root"}).addressed
+    assert not translate(threaded, TEAM, ME, our_threads={"$other"}).addressed
+    assert not translate(event("and then?", event_id="$root"), TEAM, ME, our_threads={"$root"}).addressed
+
+
 def test_a_reply_to_the_bot_addresses_it_and_quotes_it():
     reply = event("and eggs", **{"m.relates_to": {"m.in_reply_to": {"event_id": "$ours"}}})
     inbound = translate(reply, TEAM, ME, Replied("$ours", ME.user_id, "noted"))

@@ -43,6 +43,7 @@ class ActionPerformer:
         self._redact = redact
         self.sent: set[str] = set()  # event ids of our messages in this process (a reply to one addresses us)
         self._direct: dict[str, str] = {}  # user id → our DM room with them
+        self.threads: set[str] = set()  # threads we answered in (by root): a message there addresses us
 
     async def perform(self, action: Action) -> ActionResult:
         room = split_chat_key(action.chat)[1]
@@ -101,6 +102,8 @@ class ActionPerformer:
             if not result.ok:
                 return ActionResult(ok=False, message_ids=tuple(sent), error=result.error, retry_after=result.retry_after)
             sent += result.message_ids
+        if action.thread_id:
+            self.threads.add(action.thread_id)
         return ActionResult(ok=True, message_ids=tuple(sent))
 
     async def _send_file(self, room: str, action: SendFile) -> ActionResult:

@@ -194,7 +194,7 @@ class MatrixChannel:
         for raw in _after_own_join(events, self._me.user_id):
             try:
                 replied = await self._replied(room_id, raw)
-                inbound = translate(raw, room, self._me, replied)
+                inbound = translate(raw, room, self._me, replied, self._actions.threads)
             except Exception as exc:  # one odd event must not stop the rest
                 log.warning("matrix: skipping an event in %s: %s", room_id, self._redact(f"{type(exc).__name__}: {exc}"))
                 continue

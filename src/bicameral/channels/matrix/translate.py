@@ -6,6 +6,7 @@ import hashlib
 import logging
 import re
 import time
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -47,8 +48,11 @@ class Replied:
     text: str
 
 
-def translate(event: object, room: Room, me: Me, replied: Replied | None = None) -> Inbound | None:
-    """One raw room event as an Inbound, or None for anything that is not a person's message (or is malformed)."""
+def translate(
+    event: object, room: Room, me: Me, replied: Replied | None = None, our_threads: Container[str] = ()
+) -> Inbound | None:
+    """One raw room event as an Inbound, or None for anything that is not a person's message (or is malformed).
+    A message in a thread we answered in (`our_threads`) addresses us like a reply to us."""
     if not isinstance(event, dict) or event.get("type") != "m.room.message":
         return None
     event_id, sender, content = event.get("event_id"), event.get("sender"), event.get("content")
@@ -73,6 +77,8 @@ def translate(event: object, room: Room, me: Me, replied: Replied | None = None)
     if not text and not refs:
         return None
     quoted = _quoted(replied, room, me)
+    thread = thread_of(event_id, relation, room)
+    in_our_thread = relation.get("rel_type") == "m.thread" and thread in our_threads
     return Inbound(
         channel=CHANNEL,
         chat=chat_key(CHANNEL, room.room_id),
@@ -85,8 +91,8 @@ def translate(event: object, room: Room, me: Me, replied: Replied | None = None)
         chat_title=None if room.private else room.title,
         reply_to=quoted,
         attachment_refs=tuple(refs),
-        thread_id=thread_of(event_id, relation, room),
-        addressed=room.private or (quoted is not None and quoted.from_bot) or is_mentioned(content, me),
+        thread_id=thread,
+        addressed=room.private or in_our_thread or (quoted is not None and quoted.from_bot) or is_mentioned(content, me),
         update_id=update_id(event_id),
         flags=("caption",) if refs and text else (),
     )
