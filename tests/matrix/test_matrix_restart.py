@@ -113,3 +113,20 @@ async def test_telegram_and_matrix_are_served_by_one_process(matrix_app, human, 
     assert sent[0]["text"] == "hello from one process"
     answers = await ann.await_from(room, matrix_app.bot.user_id, 1)
     assert answers[0]["content"]["body"] == "hello from one process"
+
+
+async def test_a_sent_document_is_read_by_the_same_pipeline_as_telegrams(matrix_app, human, models, tmp_path):
+    models.responder(lambda request: Reply(text="read it"))
+    ann = human("ann")
+    await matrix_app(allowed=[ann.user.user_id])
+    bot = matrix_app.bot.user_id
+    room = await ann.room(bot, direct=True)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("The launch code word is PELICAN.\n")
+    with notes.open("rb") as file:
+        uploaded, _ = await ann.client.upload(file, content_type="text/plain", filename="notes.txt",
+                                              filesize=notes.stat().st_size)
+    await ann.send(room, {"msgtype": "m.file", "body": "notes.txt", "filename": "notes.txt", "url": uploaded.content_uri,
+                          "info": {"mimetype": "text/plain", "size": notes.stat().st_size}})
+    await ann.await_from(room, bot, 1)
+    assert "PELICAN" in json.dumps(models.requests_for()[0].messages)
