@@ -22,9 +22,12 @@ async def test_a_restart_neither_replays_nor_loses_a_message(matrix_app, human, 
     await ann.say(room, "first question")
     await ann.await_from(room, bot, 1)
     await app.stop()
+    session = app.settings.data_dir / "matrix" / "session.json"
+    login = json.loads(session.read_text())
 
     # Started again with nothing new: the first question is not answered a second time.
     app = await matrix_app(allowed=[ann.user.user_id])
+    assert json.loads(session.read_text()) == login  # the kept login is reused: no new device
     await eventually(lambda: app.stores.cursors.get("matrix"), "the restarted channel's first sync")
     await quiet_for(3.0, "a replayed message would have been answered by now")
     assert len(await ann.events(room, bot)) == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 from bicameral.errors import ConfigError
 from bicameral.redaction import Redactor
 
-_NOISY = ("httpx", "httpx2", "httpcore", "telegram", "aiohttp.access", "mcp", "uvicorn.access")
+_NOISY = ("httpx", "httpx2", "httpcore", "telegram", "nio", "aiohttp.access", "mcp", "uvicorn.access")
 _FORMAT = "%(asctime)s %(levelname)-5s %(name)-16s %(message)s"
 
 
