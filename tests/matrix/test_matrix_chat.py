@@ -76,3 +76,20 @@ async def test_a_reply_to_the_bot_addresses_it_and_an_edit_arrives_as_an_edit(ma
         "the edit to be stored against the first message",
     )
     assert "oat milk" in edits[0]["text"]
+
+
+async def test_a_thread_the_bot_answered_in_stays_its_own_after_a_restart(matrix_app, human, models):
+    models.responder(lambda request: Reply(text="in the thread"))
+    ann = human("ann")
+    app = await matrix_app(allowed=[ann.user.user_id])
+    bot = matrix_app.bot.user_id
+    room = await ann.room(bot, human("bob"), name="Team")
+    allow_room(app, room)
+    root = await ann.say(room, f"{bot} start a thread")
+    await ann.await_from(room, bot)
+    await app.stop()
+    allow_room(await matrix_app(allowed=[ann.user.user_id]), room)  # the fixture writes access.json afresh
+    await ann.say(room, "a follow-up without a mention", **{"m.relates_to": {
+        "rel_type": "m.thread", "event_id": root, "is_falling_back": True, "m.in_reply_to": {"event_id": root}}})
+    answer = (await ann.await_from(room, bot, 2))[1]["content"]
+    assert answer["m.relates_to"]["event_id"] == root

@@ -35,7 +35,7 @@ from bicameral.types import Sleep
 from .actions import MAX_TEXT, ActionPerformer
 from .media import MatrixMedia
 from .session import REVOKED, log_in
-from .translate import CHANNEL, Me, Replied, Room, replied_to, translate
+from .translate import CHANNEL, Me, Replied, Room, is_mentioned, replied_to, translate
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,7 @@ class MatrixChannel:
         self._since: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._left: set[str] = set()  # rooms left for good (encrypted, upgraded): their later events are not ours
+        self._roots_seen: set[str] = set()  # thread roots already looked at (see _learn_thread)
         self.failure: str | None = None
 
     @property
@@ -193,6 +194,7 @@ class MatrixChannel:
         found: list[Inbound] = []
         for raw in _after_own_join(events, self._me.user_id):
             try:
+                await self._learn_thread(room_id, raw)
                 replied = await self._replied(room_id, raw)
                 inbound = translate(raw, room, self._me, replied, self._actions.threads)
             except Exception as exc:  # one odd event must not stop the rest
@@ -222,6 +224,22 @@ class MatrixChannel:
         source = answer.event.source
         body = source.get("content", {}).get("body") if isinstance(source.get("content"), dict) else None
         return Replied(target, str(source.get("sender", "")), body if isinstance(body, str) else "")
+
+    async def _learn_thread(self, room_id: str, raw: dict[str, Any]) -> None:
+        """Whether a message's thread is ours, asked once per thread: its root is ours or mentioned us (so we answered
+        there), which holds after a restart too."""
+        content = raw.get("content")
+        relation = content.get("m.relates_to") if isinstance(content, dict) else None
+        root = relation.get("event_id") if isinstance(relation, dict) and relation.get("rel_type") == "m.thread" else None
+        if not isinstance(root, str) or root in self._actions.threads or root in self._roots_seen:
+            return
+        self._roots_seen.add(root)
+        answer = await self._client.room_get_event(room_id, root)
+        if isinstance(answer, RoomGetEventResponse):
+            source = answer.event.source
+            root_content = source.get("content") if isinstance(source.get("content"), dict) else {}
+            if source.get("sender") == self._me.user_id or is_mentioned(root_content, self._me):
+                self._actions.threads.add(root)
 
     async def _mark_read(self, batch: Sequence[Inbound]) -> None:
         """Read receipts for what was stored (cosmetic: a failure is only logged)."""
