@@ -50,6 +50,9 @@ async def test_a_room_mention_is_answered_in_its_thread_and_other_messages_are_n
     await bob.say(room, "and 3+3?", **{"m.relates_to": {"rel_type": "m.thread", "event_id": mentioned,
                                                         "is_falling_back": True, "m.in_reply_to": {"event_id": mentioned}}})
     followed = (await ann.await_from(room, bot, 3))[2]["content"]["m.relates_to"]
+    admins = app.stores.db.query(
+        "SELECT sender_id, json_extract(payload, '$.sender.is_admin') AS admin FROM messages WHERE direction = 'in'")
+    assert {(r["sender_id"], bool(r["admin"])) for r in admins} == {(ann.user.user_id, True), (bob.user.user_id, False)}
     assert followed["rel_type"] == "m.thread" and followed["event_id"] == mentioned
     await quiet_for(2.0, "an answer to the unmentioned message would have been sent by now")
     assert len(await ann.events(room, bot)) == 3

@@ -45,6 +45,12 @@ def test_a_room_message_is_addressed_when_it_mentions_the_bot(body, extra, addre
     assert inbound.text == body  # formatted_body is only searched, never taken as the text
 
 
+def test_a_rooms_admins_are_vouched_for():
+    room = Room("!team:example.org", private=False, title="Team", names={}, admins=frozenset({"@ann:example.org"}))
+    assert translate(event(f"{ME.user_id} hi"), room, ME).sender.is_admin
+    assert not translate(event(f"{ME.user_id} hi", sender="@bob:example.org"), room, ME).sender.is_admin
+
+
 def test_a_room_message_is_answered_in_its_own_thread_or_the_thread_it_is_in():
     assert translate(event(f"{ME.user_id} hi"), TEAM, ME).thread_id == "$e1"
     threaded = event("hi", **{"m.relates_to": {"rel_type": "m.thread", "event_id": "$root"}})

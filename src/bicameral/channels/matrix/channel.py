@@ -40,6 +40,8 @@ from .translate import CHANNEL, Me, Replied, Room, is_mentioned, replied_to, tra
 log = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_MS = 30000  # the long poll: the homeserver holds a sync this long when nothing happens
+ADMIN_LEVEL = 50  # Matrix's moderator level: a room's admins, as far as stopping others' work goes
+CREATORS_RULE_FROM = 12  # the room version from which creators are privileged without a power level
 SYNC_GRACE_SECONDS = 15.0  # past the long poll, how long a sync may take before it counts as failed
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
@@ -97,6 +99,7 @@ class MatrixChannel:
         self._task: asyncio.Task[None] | None = None
         self._left: set[str] = set()  # rooms left for good (encrypted, upgraded): their later events are not ours
         self._roots_seen: set[str] = set()  # thread roots already looked at (see _learn_thread)
+        self._creators: dict[str, frozenset[str]] = {}  # room → its creators, where they outrank power levels
         self.failure: str | None = None
 
     @property
@@ -172,6 +175,7 @@ class MatrixChannel:
             if room_id in self._left:
                 continue
             events = [event.source for event in (*joined.state, *joined.timeline.events)]
+            self._note_creators(room_id, events)
             if await self._room_refused(room_id, events):
                 continue
             if not skip_history:
@@ -209,7 +213,22 @@ class MatrixChannel:
         if known is None:
             return Room(room_id, private=False, title=None, names={})
         names = {user: (member.display_name or user) for user, member in known.users.items()}
-        return Room(room_id, private=known.member_count <= 2, title=known.display_name, names=names)
+        admins = frozenset(user for user in known.users if known.power_levels.get_user_level(user) >= ADMIN_LEVEL)
+        admins |= self._creators.get(room_id, frozenset())
+        return Room(room_id, private=known.member_count <= 2, title=known.display_name, names=names, admins=admins)
+
+    def _note_creators(self, room_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """From room version 12 a room's creators outrank every power level (and are not listed among them)."""
+        for event in events:
+            content = event.get("content")
+            if event.get("type") != "m.room.create" or not isinstance(content, dict):
+                continue
+            version = str(content.get("room_version", "1"))
+            if not version.isdigit() or int(version) < CREATORS_RULE_FROM:
+                continue
+            extra = content.get("additional_creators")
+            creators = {event.get("sender"), *(extra if isinstance(extra, list) else ())}
+            self._creators[room_id] = frozenset(c for c in creators if isinstance(c, str))
 
     async def _replied(self, room_id: str, raw: dict[str, Any]) -> Replied | None:
         """The event a message replies to, looked up (a reply to one of ours addresses us in a room)."""

@@ -31,12 +31,14 @@ class Me:
 
 @dataclass(frozen=True)
 class Room:
-    """What translating needs of a room: whether it is a DM, its name, its members' display names."""
+    """What translating needs of a room: whether it is a DM, its name, its members' display names, its admins
+    (power level 50 or more: they may stop others' work and /reset, as a Telegram group's admins may)."""
 
     room_id: str
     private: bool
     title: str | None
     names: dict[str, str]
+    admins: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def translate(
         channel=CHANNEL,
         chat=chat_key(CHANNEL, room.room_id),
         message_id=message_id,
-        sender=Sender(id=sender, name=room.names.get(sender) or sender),
+        sender=Sender(id=sender, name=room.names.get(sender) or sender, is_admin=sender in room.admins),
         text=text,
         ts=_timestamp(event),
         kind=kind,
