@@ -1,4 +1,4 @@
-"""Command line: `bicameral run | chat | doctor | trace`."""
+"""Command line: `bicameral run | chat | doctor | trace | backup | restore`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import signal
 import sys
 import tomllib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import ValidationError
@@ -106,7 +107,46 @@ def _typer_app() -> typer.Typer:
         """Replay a Claude Code executor session from the wire capture, or follow a live one."""
         _trace(session, follow, list_sessions, max_chars, typer.echo)
 
+    new_backup = typer.Argument(..., help="A new folder, or a file ending in .tar, .tar.gz or .tgz.")
+    made_backup = typer.Argument(..., help="A folder or tar file made by `bicameral backup`.")
+
+    @app.command()
+    def backup(path: Path = new_backup) -> None:
+        """Back the data dir up (the database, memory, instructions, skills, workspaces, access and plugins files),
+        the assistant running or not."""
+        _backup(path, typer.echo)
+
+    @app.command()
+    def restore(path: Path = made_backup) -> None:
+        """Replace the data dir's content with a backup's (the assistant stopped); what it held is kept aside."""
+        _restore(path, typer.echo)
+
     return app
+
+
+def _backup(path: Path, echo: Callable[[str], Any]) -> None:
+    from bicameral.app.backups import backup_to
+
+    settings = _load_settings()
+    try:
+        manifest = backup_to(settings, path)
+    except (BicameralError, OSError) as exc:
+        _fail(f"no backup made: {exc}")
+    echo(f"backed up {len(manifest.files)} files ({manifest.total_bytes} bytes) of instance {manifest.instance_id} into {path}")
+
+
+def _restore(path: Path, echo: Callable[[str], Any]) -> None:
+    from bicameral.app.backups import restore_from
+
+    settings = _load_settings()
+    try:
+        restored = restore_from(settings, path)
+    except (BicameralError, OSError) as exc:
+        _fail(f"nothing restored: {exc}")
+    made = restored.manifest
+    echo(f"restored {len(made.files)} files from {path} into {settings.data_dir}")
+    if restored.aside is not None:
+        echo(f"what the data dir held before is in {restored.aside}")
 
 
 def __getattr__(name: str) -> Any:

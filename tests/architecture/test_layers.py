@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     # HTTP set-up, the one text normaliser, file names and folders
     {"types", "backoff", "observe", "prompts", "failures", "folders", "markup", "net", "text", "threads"},
     # the parts: completion APIs, SQLite, platforms, sandbox, web, headless Chromium
-    {"models", "store", "channels", "sandbox", "web", "browser"},
+    {"models", "store", "channels", "sandbox", "web", "browser", "backup"},  # backup: copies of the data dir
     {"tools", "media"},  # the registry and the tools; reading what people send (documents, voice)
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)
     {"mcp", "agent", "tasks", "turns", "scheduler"},  # the machinery every mode shares

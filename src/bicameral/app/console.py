@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bicameral.app.configs import owners
+from bicameral.backup import last_backup
 from bicameral.config import Settings
 from bicameral.console.access import access_commands
 from bicameral.console.audit import AuditSources, audit_command
@@ -64,8 +65,8 @@ def reports(
             model_status=model_status or (lambda: unrecorded), clock=clock,
         ),
         audit=AuditSources(
-            stores.tool_calls, stores.unauthorized, lambda: [*not_loaded, *stores.skills.problems()], redact=stores.redact,
-            clock=clock,
+            stores.tool_calls, stores.unauthorized, lambda: [*not_loaded, *stores.skills.problems()],
+            last_backup=functools.partial(last_backup, config.data_dir), redact=stores.redact, clock=clock,
         ),
         logs=LogSource(config.log_file, stores.redact),
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.subagent import SubAgentRunner, restricted_tools
+from bicameral.app.backups import Running
 from bicameral.app.configs import (
     back_config,
     claude_code_chamber_config,
@@ -121,6 +122,7 @@ class App:
         started_at = self._clock()  # /health's uptime counts from here
         self.stores = open_stores(settings)
         self._started = True
+        self.held = Running(settings, self._clock)  # the lock restore checks; the nightly backups
         self.models = AppModels(settings, self.mode, self.stores, self._clock)
         loop = asyncio.get_running_loop()
         reserve = DiskReserve(settings.data_dir, settings.disk_reserve_mb << 20,
@@ -374,5 +376,7 @@ class App:
             await self.outbox.stop()
         if hasattr(self, "models"):
             await self.models.aclose()
+        if hasattr(self, "held"):
+            await self.held.close()
         self.stores.close()
         log.info("stopped")

@@ -26,7 +26,7 @@ class AuditSources:
     tool_calls: ToolCallStore
     unauthorized: UnauthorizedStore
     not_loaded: Callable[[], Sequence[str]]
-    last_backup: Callable[[], float | None] = lambda: None  # no backup feature yet
+    last_backup: Callable[[], float | None] = lambda: None  # the app reads data/last_backup.json
     redact: Callable[[str], str] = scrub
     clock: Clock = time.time
 

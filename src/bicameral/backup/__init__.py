@@ -1,0 +1,18 @@
+"""Backups of the data dir: the database through SQLite's online backup API, the files beside it, a checksummed manifest."""
+
+from bicameral.backup.archive import BackupPlan, last_backup, make_backup, prune_backups
+from bicameral.backup.lock import RunningLock, is_running
+from bicameral.backup.manifest import BackupError, Manifest
+from bicameral.backup.restore import restore_backup
+
+__all__ = [
+    "BackupError",
+    "BackupPlan",
+    "Manifest",
+    "RunningLock",
+    "is_running",
+    "last_backup",
+    "make_backup",
+    "prune_backups",
+    "restore_backup",
+]

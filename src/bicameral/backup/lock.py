@@ -1,0 +1,86 @@
+"""Whether an assistant runs on a data dir: each one holds a shared lock on `<data>/bicameral.lock` while it runs."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bicameral.backup.manifest import BackupError
+
+LOCK_NAME = "bicameral.lock"
+INSTANCE_NAME = "instance_id"  # made on the first start; a backup carries it, and restore compares it
+
+
+class RunningLock:
+    """Held, shared, by a running assistant (the kernel drops it when the process ends, however it ends).
+
+    Shared, so a second process on the same data dir is not stopped by it; `restore` asks for it exclusively.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self._path = data_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    def hold(self) -> None:
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise BackupError(f"a restore into {self._path.parent} is under way: start the assistant once it ends") from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+@contextmanager
+def exclusive(data_dir: Path) -> Iterator[None]:
+    """The data dir for this process alone, or a BackupError when an assistant runs on it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BackupError(f"the assistant is running on {data_dir}: stop it first, then restore") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def is_running(data_dir: Path) -> bool:
+    """True while an assistant (or a restore) holds the data dir."""
+    if not (data_dir / LOCK_NAME).exists():
+        return False
+    try:
+        with exclusive(data_dir):
+            return False
+    except BackupError:
+        return True
+
+
+def instance_id(data_dir: Path, *, create: bool = True) -> str | None:
+    """This data dir's instance id, made (a random one) when there is none yet and `create` is set."""
+    path = data_dir / INSTANCE_NAME
+    try:
+        return path.read_text(encoding="ascii").strip() or None
+    except FileNotFoundError:
+        if not create:
+            return None
+    made = uuid.uuid4().hex
+    partial = path.with_name(f".{INSTANCE_NAME}.{os.getpid()}")
+    partial.write_text(made + "\n", encoding="ascii")
+    try:
+        os.link(partial, path)  # never replaces one another process made meanwhile
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip() or None
+    finally:
+        partial.unlink()
+    return made
