@@ -75,3 +75,10 @@ async def human(synapse, matrix_user):
     yield make
     for person in people:
         await person.close()
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that need the homeserver start a Synapse process: they are `slow` (`-m "not slow"` leaves them out)."""
+    for item in items:
+        if "synapse" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
