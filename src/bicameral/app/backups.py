@@ -89,7 +89,10 @@ class Running:
     def __init__(self, settings: Settings, clock: Clock) -> None:
         self._lock = RunningLock(settings.data_dir)
         self._lock.hold()
-        instance_id(settings.data_dir)  # made on the first start
+        try:
+            instance_id(settings.data_dir)  # made on the first start
+        except OSError as exc:  # a full disk must not keep the assistant from starting: the first backup makes it
+            log.warning("the instance id could not be written (%s)", exc)
         self.nightly = NightlyBackups(settings, clock=clock)
         self.nightly.start()
 
