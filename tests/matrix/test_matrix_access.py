@@ -8,7 +8,7 @@ import json
 import httpx
 from nio import RoomCreateResponse, RoomGetStateEventResponse
 
-from bicameral.channels.matrix.channel import ENCRYPTED_NOTICE
+from bicameral.channels.matrix.rooms import ENCRYPTED_NOTICE
 from bicameral.channels.matrix.session import REVOKED
 from tests.fakes.model_server import Reply
 from tests.support.chat import eventually

@@ -23,6 +23,7 @@ class FlakyHomeserver:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.faults: deque[tuple] = deque()
+        self.join_faults = 0  # the next joins answered with a 500 page
         self.syncs = 0
         self.release = asyncio.Event()
 
@@ -43,6 +44,9 @@ class FlakyHomeserver:
         await self._runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if "/join" in request.path and self.join_faults:
+            self.join_faults -= 1
+            return web.Response(status=500, text="<html>Bad Gateway</html>", content_type="text/html")
         if request.path.endswith("/sync"):
             self.syncs += 1
             if self.faults:
@@ -122,6 +126,27 @@ async def test_a_sync_that_never_answers_is_given_up_and_retried(make_settings, 
         assert delays and delays[0] == 1.0  # the hung sync counted as a failure and was backed off
         log = json.dumps([r.messages for r in models.requests_for()])
         assert "hello after the silence" in log
+    finally:
+        if app is not None:
+            await app.stop()
+        await proxy.stop()
+
+
+async def test_a_failed_join_is_tried_again_with_the_next_syncs(make_settings, synapse, matrix_user, human, models):
+    models.responder(lambda request: Reply(text="joined at last"))
+    proxy = FlakyHomeserver(synapse.url)
+    url = await proxy.start()
+    bot, ann = matrix_user("bot"), human("ann")
+    delays: list[float] = []
+    app = None
+    try:
+        app = await start_behind(url, make_settings, bot, delays)
+        app.gate.access.update(lambda c: c.model_copy(update={"policy": "allowlist", "allowed_users": [ann.user.user_id]}))
+        proxy.join_faults = 2
+        room = await ann.room(bot.user_id, direct=True)  # returns once the bot has joined: on its third try
+        assert proxy.join_faults == 0
+        await ann.say(room, "hello")
+        assert (await ann.await_from(room, bot.user_id))[0]["content"]["body"] == "joined at last"
     finally:
         if app is not None:
             await app.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from nio import RoomPreset
 
-from bicameral.channels.matrix.channel import UPGRADED_NOTICE
+from bicameral.channels.matrix.rooms import UPGRADED_NOTICE
 from tests.fakes.model_server import Reply
 from tests.matrix.test_matrix_chat import allow_room
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bicameral.channels.matrix.actions import relation
-from bicameral.channels.matrix.channel import _after_own_join
 from bicameral.channels.matrix.format import markdown_to_matrix_html
+from bicameral.channels.matrix.rooms import after_own_join
 from bicameral.channels.matrix.translate import Me, Replied, Room, translate
 
 ME = Me("@archie:example.org", "Archie")
@@ -131,7 +131,7 @@ def test_history_before_our_own_join_is_not_ours():
     rename = {"type": "m.room.member", "state_key": ME.user_id, "content": {"membership": "join"},
               "unsigned": {"prev_content": {"membership": "join"}}}
     events = [event(event_id="$old"), join, event(event_id="$new"), rename, event(event_id="$newer")]
-    assert [e.get("event_id") for e in _after_own_join(events, ME.user_id)] == ["$new", None, "$newer"]
+    assert [e.get("event_id") for e in after_own_join(events, ME.user_id)] == ["$new", None, "$newer"]
 
 
 def test_replies_go_in_the_thread_with_the_fallback_for_clients_without_threads():

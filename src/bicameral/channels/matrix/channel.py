@@ -5,21 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nio import (
-    Api,
     AsyncClient,
     AsyncClientConfig,
-    JoinResponse,
-    MatrixRoom,
     ProfileGetDisplayNameResponse,
     RoomGetEventResponse,
-    RoomSendResponse,
     SyncError,
     SyncResponse,
 )
@@ -28,28 +23,23 @@ from pydantic import SecretStr
 from bicameral.backoff import Backoff
 from bicameral.channels.base import Cursor, InboundSink, OnEnd
 from bicameral.errors import ConfigError
-from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound, SendText, chat_key
+from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
 from bicameral.redaction import Redactor
 from bicameral.types import Sleep
 
 from .actions import MAX_TEXT, ActionPerformer
 from .media import MatrixMedia
+from .rooms import Rooms, after_own_join
 from .session import REVOKED, log_in
-from .translate import CHANNEL, Me, Replied, Room, is_mentioned, replied_to, translate
+from .translate import CHANNEL, Me, Replied, is_mentioned, replied_to, translate
 
 log = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_MS = 30000  # the long poll: the homeserver holds a sync this long when nothing happens
-ADMIN_LEVEL = 50  # Matrix's moderator level: a room's admins, as far as stopping others' work goes
-CREATORS_RULE_FROM = 12  # the room version from which creators are privileged without a power level
+JOIN_RETRY_MS = 2000  # how long the next sync waits while a join is to be tried again
 SYNC_GRACE_SECONDS = 15.0  # past the long poll, how long a sync may take before it counts as failed
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
-ENCRYPTED_NOTICE = (
-    "This room is end-to-end encrypted, and I can't read encrypted rooms, so I'm leaving it. "
-    "Invite me to a room without encryption, or talk to me directly in an unencrypted DM."
-)
-UPGRADED_NOTICE = "A room you upgraded moved to a new room that I can't join by myself: please invite me there."
 
 
 @dataclass(frozen=True)
@@ -97,9 +87,8 @@ class MatrixChannel:
         self._me = Me(config.user_id, "")
         self._since: str | None = None
         self._task: asyncio.Task[None] | None = None
-        self._left: set[str] = set()  # rooms left for good (encrypted, upgraded): their later events are not ours
+        self._rooms = Rooms(self._client, self._actions, may_invite=config.may_invite, redact=self._redact)
         self._roots_seen: set[str] = set()  # thread roots already looked at (see _learn_thread)
-        self._creators: dict[str, frozenset[str]] = {}  # room → its creators, where they outrank power levels
         self.failure: str | None = None
 
     @property
@@ -144,7 +133,8 @@ class MatrixChannel:
             try:
                 # The first sync of a process asks for every room's full state (members, names, encryption). nio
                 # sets no time limit on that one: a server that never answers must not hold the loop forever.
-                sync = self._client.sync(timeout=0 if first else self._config.sync_timeout_ms,
+                wait = JOIN_RETRY_MS if self._rooms.pending_joins else self._config.sync_timeout_ms
+                sync = self._client.sync(timeout=0 if first else min(wait, self._config.sync_timeout_ms),
                                          since=self._since, full_state=first, set_presence="offline")
                 response = await asyncio.wait_for(sync, self._config.sync_timeout_ms / 1000 + SYNC_GRACE_SECONDS)
             except Exception as exc:  # a timeout, a refused connection, a body that is not JSON (a 500 page)
@@ -162,21 +152,29 @@ class MatrixChannel:
                 log.warning("matrix sync refused (%s %s); retrying in %.0fs", response.status_code, response.message, delay)
                 await self._sleep(min(delay, BACKOFF_MAX))
                 continue
-            backoff.reset()
             skip_history = self._since is None  # a fresh account: what was said before we came is not answered
-            await self._deliver(response, sink, skip_history)
+            try:
+                await self._deliver(response, sink, skip_history)
+            except Exception as exc:  # a join or a lookup that failed: the same sync is asked for again (its
+                # token was not stored), so nothing is lost
+                delay = backoff.next()
+                log.warning("matrix: handling a sync failed (%s); retrying in %.0fs",
+                            self._redact(f"{type(exc).__name__}: {exc}"), delay)
+                await self._sleep(delay)
+                continue
+            backoff.reset()
             first = False
 
     async def _deliver(self, response: SyncResponse, sink: InboundSink, skip_history: bool) -> None:
         """Hand the sync's messages to the sink with its token (both stored in one transaction), then move on."""
-        await self._answer_invites(response)
+        await self._rooms.answer_invites(response, self._me.user_id)
         batch: list[Inbound] = []
         for room_id, joined in response.rooms.join.items():
-            if room_id in self._left:
+            if room_id in self._rooms.left:
                 continue
             events = [event.source for event in (*joined.state, *joined.timeline.events)]
-            self._note_creators(room_id, events)
-            if await self._room_refused(room_id, events):
+            self._rooms.note_creators(room_id, events)
+            if await self._rooms.refused(room_id, events):
                 continue
             if not skip_history:
                 batch += await self._translate_room(room_id, [e.source for e in joined.timeline.events])
@@ -194,9 +192,9 @@ class MatrixChannel:
         await self._mark_read(batch)
 
     async def _translate_room(self, room_id: str, events: Sequence[dict[str, Any]]) -> list[Inbound]:
-        room = self._room(room_id)
+        room = self._rooms.view(room_id)
         found: list[Inbound] = []
-        for raw in _after_own_join(events, self._me.user_id):
+        for raw in after_own_join(events, self._me.user_id):
             try:
                 await self._learn_thread(room_id, raw)
                 replied = await self._replied(room_id, raw)
@@ -207,28 +205,6 @@ class MatrixChannel:
             if inbound is not None:
                 found.append(inbound)
         return found
-
-    def _room(self, room_id: str) -> Room:
-        known: MatrixRoom | None = self._client.rooms.get(room_id)
-        if known is None:
-            return Room(room_id, private=False, title=None, names={})
-        names = {user: (member.display_name or user) for user, member in known.users.items()}
-        admins = frozenset(user for user in known.users if known.power_levels.get_user_level(user) >= ADMIN_LEVEL)
-        admins |= self._creators.get(room_id, frozenset())
-        return Room(room_id, private=known.member_count <= 2, title=known.display_name, names=names, admins=admins)
-
-    def _note_creators(self, room_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """From room version 12 a room's creators outrank every power level (and are not listed among them)."""
-        for event in events:
-            content = event.get("content")
-            if event.get("type") != "m.room.create" or not isinstance(content, dict):
-                continue
-            version = str(content.get("room_version", "1"))
-            if not version.isdigit() or int(version) < CREATORS_RULE_FROM:
-                continue
-            extra = content.get("additional_creators")
-            creators = {event.get("sender"), *(extra if isinstance(extra, list) else ())}
-            self._creators[room_id] = frozenset(c for c in creators if isinstance(c, str))
 
     async def _replied(self, room_id: str, raw: dict[str, Any]) -> Replied | None:
         """The event a message replies to, looked up (a reply to one of ours addresses us in a room)."""
@@ -271,76 +247,3 @@ class MatrixChannel:
                 await self._client.room_read_markers(room_id, event_id, event_id)
             except Exception as exc:
                 log.info("matrix: no read receipt in %s: %s", room_id, type(exc).__name__)
-
-    # --- rooms: invites, encryption, upgrades ---
-
-    async def _answer_invites(self, response: SyncResponse) -> None:
-        """Join where someone allowed invites us; decline (leave) every other invite without a word."""
-        for room_id, invited in response.rooms.invite.items():
-            state = [event.source for event in invited.invite_state]
-            inviter = next((e.get("sender") for e in state if e.get("type") == "m.room.member"
-                            and e.get("state_key") == self._me.user_id), None)
-            if not isinstance(inviter, str) or not self._config.may_invite(inviter):
-                log.info("matrix: declined an invite to %s from %s", room_id, inviter)
-                await self._quietly(self._client.room_leave(room_id))
-                continue
-            joined = await self._client.join(room_id)
-            log.info("matrix: joined %s at the invite of %s (%s)", room_id, inviter, type(joined).__name__)
-            if any(e.get("type") == "m.room.encryption" for e in state):
-                await self._leave_encrypted(room_id)
-
-    async def _room_refused(self, room_id: str, events: Sequence[dict[str, Any]]) -> bool:
-        """An encrypted room is said goodbye to; an upgraded one (a tombstone) is followed to its replacement."""
-        for event in events:
-            kind = event.get("type")
-            if kind == "m.room.encryption" or kind == "m.room.encrypted":
-                await self._leave_encrypted(room_id)
-                return True
-            content = event.get("content")
-            if kind == "m.room.tombstone" and isinstance(content, dict):
-                replacement = content.get("replacement_room")
-                if isinstance(replacement, str) and replacement.startswith("!"):
-                    self._left.add(room_id)
-                    joined = await self._client.join(replacement)
-                    log.info("matrix: %s was upgraded to %s; joining it: %s", room_id, replacement, type(joined).__name__)
-                    upgrader = event.get("sender")
-                    if not isinstance(joined, JoinResponse) and isinstance(upgrader, str):
-                        # An invite-only room, and the old one now lets only its admins speak: the person who
-                        # upgraded it hears in our DM that they can invite us.
-                        told = await self._actions.perform(SendText(chat_key(CHANNEL, upgrader), UPGRADED_NOTICE,
-                                                                    purpose="notice"))
-                        log.info("matrix: asked %s for an invite to %s: %s", upgrader, replacement, told.ok)
-                    return True
-        return False
-
-    async def _leave_encrypted(self, room_id: str) -> None:
-        log.warning("matrix: leaving the encrypted room %s (end-to-end encryption is not supported)", room_id)
-        self._left.add(room_id)
-        await self._notice(room_id, ENCRYPTED_NOTICE)
-        await self._quietly(self._client.room_leave(room_id))
-
-    async def _notice(self, room_id: str, text: str) -> None:
-        """A word from the channel itself, sent as it is (never encrypted), not kept as conversation."""
-        notice = {"msgtype": "m.notice", "body": text}
-        method, path, data = Api.room_send(self._client.access_token, room_id, "m.room.message", notice, str(uuid.uuid4()))
-        await self._quietly(self._client._send(RoomSendResponse, method, path, data, (room_id,)))
-
-    async def _quietly(self, call: Any) -> None:
-        try:
-            await call
-        except Exception as exc:
-            log.info("matrix: %s", self._redact(f"{type(exc).__name__}: {exc}"))
-
-
-def _after_own_join(events: Sequence[dict[str, Any]], me: str) -> Sequence[dict[str, Any]]:
-    """The events after our own join in this batch: what a room said before we came is not addressed to us."""
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        content = event.get("content")
-        unsigned = event.get("unsigned")
-        before = unsigned.get("prev_content") if isinstance(unsigned, dict) else None
-        if (event.get("type") == "m.room.member" and event.get("state_key") == me and isinstance(content, dict)
-                and content.get("membership") == "join"
-                and not (isinstance(before, dict) and before.get("membership") == "join")):
-            return events[index + 1 :]
-    return events
