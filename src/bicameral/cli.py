@@ -76,11 +76,15 @@ def live_back_model(settings: Settings, show: Callable[[str], None]) -> Model | 
     return EchoText(build_model(settings.back_model, model_config(settings)), show)
 
 
-def doctor() -> None:
-    """Check the configuration and every dependency, and say what to fix."""
-    from bicameral.doctor import run_checks
+def doctor(live: bool = False) -> None:
+    """Check the configuration and every dependency, and say what to fix; --live: only whether the assistant runs."""
+    from bicameral.doctor import live_check, run_checks
 
     settings = _load_settings()
+    if live:
+        result = live_check(settings)
+        print(f"{result.name}: {result.detail}")
+        sys.exit(0 if result.ok else 1)
     setup_logging("ERROR", None, settings.secret_values())
     ok = asyncio.run(run_checks(settings))
     sys.exit(0 if ok else 1)

@@ -52,6 +52,18 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
     return all_ok
 
 
+def live_check(settings: Settings) -> Check:
+    """`bicameral doctor --live` (a container's health check): is an assistant running on this data dir?
+
+    A running assistant holds a shared lock on the data dir for as long as its process lives.
+    """
+    from bicameral.backup import is_running
+
+    if is_running(settings.data_dir):
+        return Check("live", True, f"an assistant is running on {settings.data_dir.resolve()}")
+    return Check("live", False, f"no assistant is running on {settings.data_dir.resolve()}")
+
+
 async def _data_dir(settings: Settings) -> Check:
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import pytest
 
 from bicameral.app.backups import backup_to, restore_from
 from bicameral.backup import BackupError
+from bicameral.doctor import live_check
 from tests.conftest import OWNER
 from tests.e2e.test_console_health import ask
 from tests.fakes.model_server import Reply
@@ -37,9 +38,11 @@ async def test_a_backup_of_the_running_assistant_restores_its_history_in_a_fresh
 
     with pytest.raises(BackupError, match="is running on"):
         restore_from(settings, archive)
+    assert live_check(settings).ok  # the container's health check: an assistant holds this data dir
     telegram.user_sends(OWNER, "and my car is red")  # after the backup: not in it
     await telegram.await_sent(OWNER, 3)
     await app.stop()
+    assert not live_check(settings).ok
 
     fresh = settings.model_copy(update={"data_dir": tmp_path / "fresh"})
     restored = restore_from(fresh, archive)

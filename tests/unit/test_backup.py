@@ -231,3 +231,13 @@ async def test_no_nightly_backup_when_keep_is_zero(tmp_path):
     nightly.start()
     await nightly.stop()
     assert not backup_dir(nightly_settings(tmp_path)).exists()
+
+
+def test_an_assistant_does_not_start_on_a_data_dir_being_restored(tmp_path):
+    from bicameral.backup.lock import exclusive
+
+    data = data_dir(tmp_path)
+    with exclusive(data):
+        with pytest.raises(BackupError, match=r"restore into .* is under way"):
+            RunningLock(data).hold(tries=2, pause=0)
+    RunningLock(data).hold()  # once it has ended

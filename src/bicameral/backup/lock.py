@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,14 +26,19 @@ class RunningLock:
         self._path = data_dir / LOCK_NAME
         self._fd: int | None = None
 
-    def hold(self) -> None:
+    def hold(self, *, tries: int = 20, pause: float = 0.05) -> None:
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise BackupError(f"a restore into {self._path.parent} is under way: start the assistant once it ends") from None
-        self._fd = fd
+        for _ in range(tries):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                # `is_running` (a health check) holds it for a moment; a restore holds it for as long as it runs.
+                time.sleep(pause)
+                continue
+            self._fd = fd
+            return
+        os.close(fd)
+        raise BackupError(f"a restore into {self._path.parent} is under way: start the assistant once it ends")
 
     def release(self) -> None:
         if self._fd is not None:
