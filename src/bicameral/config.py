@@ -174,10 +174,10 @@ class Settings(BaseSettings):
     plugin_start_timeout_seconds: float = Field(default=20.0, gt=0)
     # How long `ask_user` waits for the person's answer before it goes on with "no answer".
     ask_timeout_seconds: float = Field(default=600.0, gt=0)
-    # How long a tool call waits for the owner's Approve or Deny (plugins.json's ask_before, untrusted content)
-    # before it is denied.
+    # How long a tool call waits for the owner's Approve or Deny (ask_before, untrusted content) before it is denied.
     approval_timeout_seconds: float = Field(default=600.0, gt=0)
     sandbox_bwrap: str = "bwrap"  # bubblewrap for the `run` tool; where it cannot run, `run` is not offered
+    command_timeout_seconds: float = Field(default=30.0, gt=0)  # one call of an owner-made command (<data>/commands)
     chromium_path: Path = Path("/usr/lib/chromium/chromium")  # render_html/render_latex: Debian's binary, not /usr/bin's
     # The disk that holds the data: a chat's workspace may hold this much (a `run` growing it further is stopped),
     # and this much stays free for the database (no `run` starts or goes on below it; a file of this size is kept

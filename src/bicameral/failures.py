@@ -105,6 +105,16 @@ def command_failed(command: str) -> str:
     return f"I couldn't do /{command} just now (an error on my side). Please try again."
 
 
+def owner_command_failed(name: str) -> str:
+    """An owner-made command (`commands/`) that raised: the trace is in the log, the person gets this."""
+    return f"I couldn't finish /{name}: the command failed (the owner can find why in the log)."
+
+
+def owner_command_timed_out(name: str, seconds: float) -> str:
+    """An owner-made command still running after its time limit: stopped, so it cannot hold anything up."""
+    return f"I stopped /{name}: it was still running after {seconds:g} s."
+
+
 def tool_failed(what: str, reason: str) -> str:
     """A tool run for the user without a model (the offline triage) that refused or failed; `reason` is its result."""
     return f"I couldn't {what}: {reason}"

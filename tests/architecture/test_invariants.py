@@ -26,6 +26,8 @@ MAY_WRITE_FILES = {
     "claude_code/process.py": "the claude CLI's private MCP config",
     "channels/terminal.py": "its own duplicate of stdout, out of reach of a library that silences fd 1",
     "backup/": "backups of the data dir and their restore, its instance id, the lock a running assistant holds",
+    "commands/trial.py": "a temporary copy of the commands folder, the workspace a command's tests run in",
+    "commands/workshop.py": "the owner's command files in <data>/commands, written only after their checks passed",
 }
 # The only modules that start processes: bubblewrap for `run`, and the Claude Code CLI.
 MAY_START_PROCESSES = {
@@ -33,6 +35,8 @@ MAY_START_PROCESSES = {
     "claude_code/process.py": "the claude CLI",
     "web/extract.py": "our own extraction worker, under limits, for web_fetch's HTML and PDF",
     "media/whisper_local.py": "our own offline transcription worker, killed past its time limit or when idle",
+    "commands/loader.py": "our own import probe of a command file, with no environment, killed past its time limit",
+    "commands/history.py": "git, in the commands folder's own repository",
 }
 
 _WRITE_MODE_CHARS = set("wax+")

@@ -27,11 +27,13 @@ LAYERS: list[set[str]] = [
     {"types", "backoff", "observe", "prompts", "failures", "folders", "markup", "net", "text", "threads"},
     # the parts: completion APIs, SQLite, platforms, sandbox, web, headless Chromium
     {"models", "store", "channels", "sandbox", "web", "browser", "backup"},  # backup: copies of the data dir
+    {"commands"},  # the owner's own commands: the @command decorator, the AST policy, loading, sandboxed tests, git
     {"tools", "media"},  # the registry and the tools; reading what people send (documents, voice)
     {"context", "delivery"},  # what a model call is shown; how answers leave (router, outbox, progress note)
     {"mcp", "agent", "tasks", "turns", "scheduler"},  # the machinery every mode shares
     {"gate", "front", "back", "single", "offline", "claude_code"},  # the intake and the chambers
     {"console"},  # the owner's desk: commands that read and change everything below
+    {"dashboard"},  # the web dashboard: logins, the live page (loaded only when enabled)
     {"app"},  # wiring: reads Settings and builds everything
     {"doctor"},  # `bicameral doctor`: checks what the app would build (the models, the sandbox)
     {"cli"},  # the command line

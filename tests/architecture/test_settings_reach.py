@@ -17,7 +17,7 @@ SRC = Path(bicameral.__file__).parent
 # wiring.py, data.py, models.py, console.py and backups.py the parts they start); the command line loads it, `doctor` checks it.
 MAY_READ_SETTINGS = {
     "config.py", "app/configs.py", "app/voice.py", "app/wiring.py", "app/data.py", "app/models.py", "app/console.py",
-    "app/backups.py", "cli.py", "doctor.py",
+    "app/backups.py", "app/commands.py", "app/dashboard.py", "cli.py", "doctor.py",
 }
 
 

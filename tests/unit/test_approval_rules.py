@@ -29,6 +29,7 @@ DECLARED: dict[str, tuple[bool | str, bool]] = {
     "browser_read": (False, True),
     "browser_screenshot": (False, True),  # to this chat only
     "browser_type": (True, True),  # what is typed goes to the site
+    "create_command": (True, False),  # code the assistant keeps and runs: a page read earlier must not write it
     "current_time": (False, False),
     "database_query": (False, False),
     "delete_message": (False, False),
@@ -39,6 +40,7 @@ DECLARED: dict[str, tuple[bool | str, bool]] = {
     "instructions_read": (False, False),
     "instructions_undo": (False, False),
     "instructions_write": (False, False),
+    "list_commands": (False, False),
     "list_files": (False, False),
     "memory_stats": (False, False),
     "react": (False, False),
@@ -47,9 +49,11 @@ DECLARED: dict[str, tuple[bool | str, bool]] = {
     "recent_messages": (False, True),
     "record_learning": (False, False),
     "remember": (False, False),
+    "remove_command": (True, False),
     "render_html": (False, False),  # an offline page: no network, no file of the user's
     "render_latex": (False, False),
     "reply_to_message": (False, False),
+    "rollback_command": (True, False),
     "run": (False, False),  # the sandbox never has the network
     "schedule_cancel": (False, False),
     "schedule_create": (False, False),

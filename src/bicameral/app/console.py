@@ -50,6 +50,7 @@ def reports(
     clock: Clock,
     left_out: Sequence[str],
     model_status: Callable[[], Sequence[str]] | None = None,
+    problems: Callable[[], Sequence[str]] = lambda: (),
 ) -> Reports:
     """The reports' sources: the stores, the data dir and the log, what was left out at start, and one line per
     configured model (`model_status`; without it, each model says no call was recorded)."""
@@ -65,7 +66,7 @@ def reports(
             model_status=model_status or (lambda: unrecorded), clock=clock,
         ),
         audit=AuditSources(
-            stores.tool_calls, stores.unauthorized, lambda: [*not_loaded, *stores.skills.problems()],
+            stores.tool_calls, stores.unauthorized, lambda: [*not_loaded, *stores.skills.problems(), *problems()],
             last_backup=functools.partial(last_backup, config.data_dir), redact=stores.redact, clock=clock,
         ),
         logs=LogSource(config.log_file, stores.redact),
@@ -107,6 +108,7 @@ def build_console(
     started_at: float,
     left_out: Sequence[str],
     clock: Clock,
+    problems: Callable[[], Sequence[str]] = lambda: (),
 ) -> Console:
     """The console with every owner command, handing everything else on to `forward`."""
     console = Console(
@@ -116,7 +118,7 @@ def build_console(
     told = report_config(settings, mode)  # /health: each configured model's last outcome, from the meter
     shown = reports(
         told, stores, tasks, paused=lambda: console.paused, started_at=started_at, clock=clock, left_out=left_out,
-        model_status=lambda: models.meter.outcomes.lines(clock(), list(told.models), ago),
+        model_status=lambda: models.meter.outcomes.lines(clock(), list(told.models), ago), problems=problems,
     )
     console.add(owner_commands(console, stop=stop, access=access, pairing=pairing, reports=shown))
     cli_note = "The Claude Code CLI's own model calls are not counted here." if settings.back.provider == "claude-code" else None

@@ -15,6 +15,7 @@ from typing import Any
 from bicameral.agent.runner import NativeRunner
 from bicameral.agent.subagent import SubAgentRunner, restricted_tools
 from bicameral.app.backups import Running
+from bicameral.app.commands import load_beside, offered, owner_made_commands
 from bicameral.app.configs import (
     back_config,
     claude_code_chamber_config,
@@ -32,6 +33,7 @@ from bicameral.app.configs import (
     web_search_tool,
 )
 from bicameral.app.console import build_console
+from bicameral.app.dashboard import dashboard_for
 from bicameral.app.data import open_stores, prune_outgoing, prune_sent
 from bicameral.app.models import AppModels
 from bicameral.back.executor import NativeExecutor
@@ -160,12 +162,16 @@ class App:
         # sub_agent runs a native loop on the back model; the Claude Code executor has no such model to lend it.
         no_sub_agent = ("sub_agent",) if settings.back.provider == "claude-code" else ()
         left_out: list[str] = []  # tools that could not be offered, and why: /audit shows them
+        # The owner's own commands (<data>/commands): the tools that change them, and each one offered as a tool.
+        self.commands, changing = owner_made_commands(settings)
         self.registry = ToolRegistry(
-            [*await tools_for(settings, left_out), *web, SubAgent(self._delegate), AskUser(self.questions), *self._extra_tools],
+            [*await tools_for(settings, left_out), *web, SubAgent(self._delegate), AskUser(self.questions), *changing,
+             *self._extra_tools],
             audit=self.stores.tool_calls,
             disabled=no_sub_agent,
             timeout=settings.tool_timeout_seconds,
             approver=self.approvals,
+            dynamic=functools.partial(offered, self.commands),
         )
         self.handler = self._build_handler()
         two_chambers = self.mode == "bicameral"
@@ -179,6 +185,7 @@ class App:
             typing_in_groups=not two_chambers,
             stores=self.stores,
             media=self.media,
+            commands=self.commands,
         )
         # Spending caps: what a cap stops waits between the console and the lanes, and the owner is asked.
         self.caps = CapDesk(
@@ -192,8 +199,13 @@ class App:
         self.console = build_console(
             settings, self.mode, self.stores, self.tasks, self.models, forward=self.caps.forward,
             send=self.outbox.perform, access=access, pairing=pairing, stop=self.stop_with, started_at=started_at,
-            left_out=left_out, clock=self._clock,
+            left_out=left_out, clock=self._clock, problems=self.commands.problems,
         )
+        self.dashboard = dashboard_for(settings, self.stores.redact, self._clock)
+        if self.dashboard is not None:
+            await self.dashboard.start()
+            self.console.add([self.dashboard.command()])
+        await load_beside(self.commands, self.console)
         # What the gate hands stored messages to, and what a restart replays through: presses and answers taken
         # out by the steps they belong to (questions, approvals, caps), the rest to the console.
         intake = self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit)))
@@ -351,6 +363,8 @@ class App:
         self._stopped = True
         if hasattr(self, "scheduler"):
             await self.scheduler.stop()  # first: fires under way still have their channels
+        if (dashboard := getattr(self, "dashboard", None)) is not None:
+            await dashboard.stop()
         if self._finishing is not None:
             self._finishing.cancel()
         for channel in self.channels:

@@ -20,9 +20,13 @@ DROP_TO_SANDBOX_USER = (
 )
 
 
-def bwrap_options(workspace: Path, *, as_root: bool, network: bool = False, tmp_bytes: int | None = None) -> list[str]:
+def bwrap_options(
+    workspace: Path, *, as_root: bool, network: bool = False, tmp_bytes: int | None = None,
+    read_only: tuple[tuple[Path, str], ...] = (),
+) -> list[str]:
     """bwrap's options, without the command. They hold the workspace's host path: the runner hands them to bwrap
-    through `--args FD`, so that no argv a command can read (/proc/1/cmdline is bwrap's) shows it."""
+    through `--args FD`, so that no argv a command can read (/proc/1/cmdline is bwrap's) shows it. `read_only`: more
+    host folders shown read-only under /opt (an owner-made command's tests need Python and pytest)."""
     options = ["--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
     options += ["--unshare-cgroup-try", "--hostname", "sandbox", "--cap-drop", "ALL"]
     if as_root:
@@ -44,6 +48,10 @@ def bwrap_options(workspace: Path, *, as_root: bool, network: bool = False, tmp_
     options += ["--perms", "0755", "--dir", "/etc"]
     for name in SYSTEM_FILES:
         options += ["--ro-bind-try", name, name]
+    if read_only:
+        options += ["--perms", "0755", "--dir", "/opt"]
+    for host, inside in read_only:
+        options += ["--ro-bind", str(host), inside]
     options += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777"]
     if tmp_bytes is not None:
         # /tmp lives in memory: without a cgroup to charge its pages to, only this size bounds it.

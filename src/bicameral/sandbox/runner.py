@@ -85,8 +85,10 @@ class Sandbox:
         spawn: Spawn = asyncio.create_subprocess_exec,
         cgroups: FindCgroups = cgroup_parent,
         statvfs: Statvfs = os.statvfs,
+        read_only: tuple[tuple[Path, str], ...] = (),
     ) -> None:
         self.limits = limits or Limits()
+        self.read_only = read_only  # host folders shown read-only under /opt (bwrap.bwrap_options)
         self.disk = disk or DiskLimits()
         self.network = network
         self._bwrap = shutil.which(bwrap or "bwrap") or ""
@@ -143,7 +145,8 @@ class Sandbox:
         limits = self.limits
         as_root = os.geteuid() == 0
         group = self._command_group()
-        options = bwrap_options(workspace, as_root=as_root, network=self.network, tmp_bytes=limits.memory_bytes)
+        options = bwrap_options(workspace, as_root=as_root, network=self.network, tmp_bytes=limits.memory_bytes,
+                                read_only=self.read_only)
         args_fd = _args_file(options_data(options))
         try:
             proc = await self._spawn(

@@ -9,7 +9,7 @@ import json
 import logging
 import pkgutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import ValidationError
@@ -55,8 +55,11 @@ class ToolRegistry:
         disabled: Iterable[str] = (),
         timeout: float = 120.0,
         approver: Approver | None = None,
+        dynamic: Callable[[], Iterable[Tool[Any]]] | None = None,
     ) -> None:
         tools = list(tools)
+        # Tools that come and go while running (the owner's commands, `cmd_<name>`): asked for on every offer and call.
+        self._dynamic = dynamic
         names = {t.name for t in tools}
         unknown = sorted(set(disabled) - names)
         if unknown:
@@ -86,17 +89,25 @@ class ToolRegistry:
         return sorted(self._tools)
 
     def get(self, name: str) -> Tool[Any] | None:
-        return self._tools.get(name)
+        found = self._tools.get(name)
+        if found is None and self._dynamic is not None:
+            found = next((t for t in self._dynamic() if t.name == name), None)
+        return found
 
     def subset(self, *, exclude_messaging: bool = False, only: Iterable[str] | None = None) -> ToolRegistry:
         """A restricted view sharing the same audit (for the back chamber and sub-agents)."""
         keep = set(only) if only is not None else set(self._tools)
         tools = [t for n, t in self._tools.items() if n in keep and not (exclude_messaging and t.messaging)]
-        return ToolRegistry(tools, audit=self._audit, timeout=self._timeout, approver=self.approver)
+        dynamic = self._dynamic if only is None else None
+        return ToolRegistry(tools, audit=self._audit, timeout=self._timeout, approver=self.approver, dynamic=dynamic)
 
     def specs(self, *, is_owner: bool = False) -> list[ToolSpec]:
         """The tools to offer a turn: owner-only ones only when the owner is asking."""
-        return [spec for spec in self._specs if is_owner or not self._tools[spec.name].owner_only]
+        offered = [spec for spec in self._specs if is_owner or not self._tools[spec.name].owner_only]
+        for tool in self._dynamic() if self._dynamic is not None else ():
+            if tool.name not in self._tools and (is_owner or not tool.owner_only):
+                offered.append(ToolSpec(name=tool.name, description=tool.description, input_schema=tool.json_schema()))
+        return offered
 
     async def execute(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate, run (with a timeout) and audit one call; failures come back as error results."""
@@ -132,7 +143,7 @@ class ToolRegistry:
         return result
 
     async def _run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is not None and tool.owner_only and not ctx.is_owner:
             log.warning("refused owner-only tool %s in %s", name, ctx.chat)
             return ToolResult.error(f"{name} is only for the owner; it is not available in this chat")

@@ -1,14 +1,21 @@
-"""The commands a lane answers itself: /memory and /forget; /reminders and /timezone (a chat's schedules, one's zone)."""
+"""The commands a lane answers itself: /memory, /forget, /reminders, /timezone, /commands and the owner's own ones."""
 
 from __future__ import annotations
 
+import logging
+
+from bicameral.commands import CommandContext
+from bicameral.commands.registry import Commands
 from bicameral.events import Authority, Inbound, chat_key
+from bicameral.failures import command_failed
 from bicameral.store import Stores
 from bicameral.store.memory_index import Fact
 from bicameral.store.memory_scopes import GLOBAL, Reach
 from bicameral.store.schedule_times import BadTime, next_cron, zone
 from bicameral.store.schedules import ScheduleStore
 from bicameral.tools.reminders import NOT_YOURS, describe, user_timezone
+
+log = logging.getLogger(__name__)
 
 # --- the /memory and /forget commands ---
 
@@ -107,3 +114,60 @@ def timezone_command(store: ScheduleStore, inbound: Inbound, argument: str) -> s
         return f"I can't use that: {exc}."
     store.set_timezone(user, name)
     return f"Your time zone is now {name}. New reminders use it; existing ones keep the zone they were set in."
+
+
+# --- the owner's own commands (commands/): `/<name> args` for everyone allowed, `/commands` to list them ---
+
+_COMMANDS_USAGE = "Use /commands to list them; the owner also has /commands history <name> and /commands reload."
+
+
+def typed_command(inbound: Inbound) -> tuple[str, str] | None:
+    """The command name and the words after it, if a person typed it just now (never an edit, forward or caption)."""
+    name = inbound.command
+    if name is None or inbound.kind not in ("message", "command") or {"forwarded", "caption"} & set(inbound.flags):
+        return None
+    parts = inbound.text.split(maxsplit=1)
+    return name, parts[1] if len(parts) > 1 else ""
+
+
+async def answer_command(commands: Commands, inbound: Inbound, name: str, *, owner: bool) -> str:
+    """The answer to `/commands …` or `/<name> args`; a failure on our side as its sentence."""
+    argument = (typed_command(inbound) or ("", ""))[1]
+    try:
+        if name == "commands":
+            return await commands_command(commands, argument, owner=owner)
+        return await run_owner_made(commands, inbound, name, argument, owner=owner)
+    except Exception:
+        log.exception("/%s failed in %s", name, inbound.chat)
+        return command_failed(name)
+
+
+async def run_owner_made(commands: Commands, inbound: Inbound, name: str, argument: str, *, owner: bool) -> str:
+    """`/<name> args`: the command run without a model, its answer or a sentence saying why not."""
+    context = CommandContext(
+        sender_id=inbound.sender.id, sender_name=inbound.sender.name, chat=inbound.chat, channel=inbound.channel,
+        is_owner=owner,
+    )
+    return await commands.run_typed(name, argument, context)
+
+
+async def commands_command(commands: Commands, argument: str, *, owner: bool) -> str:
+    """`/commands`: the owner's commands; `/commands history NAME` its git log; `/commands reload` (the owner's)."""
+    words = argument.split()
+    if not words:
+        current = commands.current.commands
+        if not current:
+            return "There are no commands yet. The owner can ask me to write one."
+        lines = [f"/{s.name} — {s.description}" for s in sorted(current.values(), key=lambda s: s.name)]
+        return "\n".join(lines)
+    if not owner:
+        return _COMMANDS_USAGE
+    if words[0] == "history" and len(words) == 2:
+        history = await commands.history.log(words[1].lstrip("/"))
+        return history.strip() or f"No history for /{words[1].lstrip('/')}."
+    if words == ["reload"]:
+        loaded = await commands.reload()
+        names = ", ".join(f"/{n}" for n in sorted(loaded.commands)) or "none"
+        skipped = "".join(f"\n- {p}" for p in loaded.problems)
+        return f"Reloaded: {names}." + (f"\nSkipped:{skipped}" if skipped else "")
+    return _COMMANDS_USAGE

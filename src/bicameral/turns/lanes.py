@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bicameral.commands.registry import Commands
 from bicameral.context.memory import command_reach
 from bicameral.delivery.outbox import Outbox
 from bicameral.events import (
@@ -33,7 +34,14 @@ from bicameral.media.intake import MediaIntake
 from bicameral.models.scope import enter
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
-from bicameral.turns.commands import forget_command, memory_command, reminders_command, timezone_command
+from bicameral.turns.commands import (
+    answer_command,
+    forget_command,
+    memory_command,
+    reminders_command,
+    timezone_command,
+    typed_command,
+)
 from bicameral.turns.turn import Turn, TurnHandler
 from bicameral.types import Sleep
 
@@ -85,6 +93,7 @@ class Conversation:
         sleep: Sleep = asyncio.sleep,
         stores: Stores | None = None,
         media: MediaIntake | None = None,
+        commands: Commands | None = None,
     ) -> None:
         self._config = config
         self._handler = handler
@@ -96,10 +105,12 @@ class Conversation:
         self._lanes: dict[str, _Lane] = {}
         self._slots = asyncio.Semaphore(config.max_concurrent_turns)
         self._closing = False
-        self._replies: set[asyncio.Task[ActionResult]] = set()
+        self._replies: set[asyncio.Task[Any]] = set()
         self._stores = stores  # for the memory commands
         # Reads the files people send (documents, voice) inside the turn's lane: a long read holds only its chat.
         self._media = media
+        # The owner's own commands: `/<name>` and `/commands` answered here; a change reloads them after a turn ends.
+        self._commands = commands
         # A turn a spending cap refused: its messages are handed here, kept unanswered (console/caps.py holds them).
         self.on_capped: Callable[[list[Inbound]], None] | None = None
 
@@ -120,6 +131,8 @@ class Conversation:
             await self._memory(inbound, command)
         elif command in ("reminders", "timezone") and self._stores is not None:
             await self._schedules(inbound, command)
+        elif self._commands is not None and self._owner_made(inbound):
+            self._answer_later(inbound, command or "")
         elif lane.busy and self._may_join(lane, inbound):
             lane.injected.append(inbound)
         elif lane.busy:
@@ -248,6 +261,8 @@ class Conversation:
         finally:
             if typing is not None:
                 typing.cancel()
+            if self._commands is not None:
+                self._commands.turn_ended()  # a command changed in this turn loads now its reply has gone out
             if finished and spender.capped and self.on_capped is not None:
                 self.on_capped(batch + handed)  # told in one sentence; answered once the owner allows more
             elif finished:
@@ -348,6 +363,23 @@ class Conversation:
             text = command_failed(command)
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, text)
+
+    def _owner_made(self, inbound: Inbound) -> bool:
+        """`/commands`, or `/<name>` of a loaded command, typed just now."""
+        typed = typed_command(inbound)
+        return typed is not None and self._commands is not None and self._commands.answers(typed[0])
+
+    def _answer_later(self, inbound: Inbound, command: str) -> None:
+        """Run it in the background (a command may take its whole time limit); never queued behind a turn."""
+        assert self._commands is not None
+        self._messages.mark_consumed([inbound.row_id])
+        owner = is_owner(inbound, self._config.owner_id)
+        answer = asyncio.create_task(self._say_when(inbound, answer_command(self._commands, inbound, command, owner=owner)))
+        self._replies.add(answer)
+        answer.add_done_callback(self._replies.discard)
+
+    async def _say_when(self, inbound: Inbound, text: Awaitable[str]) -> None:
+        await self._say(inbound, await text)
 
     async def _cancel_turn(self, lane: _Lane) -> None:
         if lane.busy and lane.turn is not None:

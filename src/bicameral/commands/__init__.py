@@ -1,0 +1,74 @@
+"""The `@command` decorator an owner-made command imports; standard library only, so a command loads nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+Handler = Callable[..., Coroutine[Any, Any, Any]]
+H = TypeVar("H", bound=Handler)
+# The types a parameter may declare: what `/name args` parses from the words typed, and a tool's schema names.
+PARAM_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter: its name, type (str, int, float or bool), what it is for, and whether it must be given."""
+
+    name: str
+    type: type
+    description: str
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """What `@command` declared, with the handler it decorated."""
+
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    handler: Handler
+    takes_context: bool
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """Who asked, in which chat, on which channel: what a handler taking the keyword `context` is given."""
+
+    sender_id: str
+    sender_name: str
+    chat: str
+    channel: str
+    is_owner: bool
+
+
+class DeclarationError(ValueError):
+    """An `@command` whose declaration cannot work (a bad name, an unknown type, a handler that is not async)."""
+
+
+# Filled while one command module is executed (commands/loader.py empties it first and reads it after).
+declared: list[CommandSpec] = []
+
+
+def command(*, name: str, description: str, params: list[tuple[str, type, str, bool]] | None = None) -> Callable[[H], H]:
+    """Declare the async handler below as the command `name`; the handler is returned unchanged."""
+
+    def register(handler: H) -> H:
+        import inspect
+
+        checked: Any = handler  # looked at, not narrowed: the handler goes back as it came
+        if not inspect.iscoroutinefunction(checked):
+            raise DeclarationError(f"the handler of {name!r} must be an `async def`")
+        if not name.isidentifier() or not name.islower():
+            raise DeclarationError(f"the command name {name!r} must be a lowercase identifier")
+        declared_params = tuple(Param(*p) for p in params or ())
+        for param in declared_params:
+            if param.type not in PARAM_TYPES:
+                raise DeclarationError(f"parameter {param.name!r} of {name!r}: type must be str, int, float or bool")
+        takes_context = "context" in inspect.signature(checked).parameters
+        declared.append(CommandSpec(name, description, declared_params, checked, takes_context))
+        return handler
+
+    return register

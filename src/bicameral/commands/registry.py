@@ -1,0 +1,99 @@
+"""The live command registry: the last load of the folder, reloaded after a change once the reply has gone out."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bicameral.commands import CommandContext
+from bicameral.commands.calls import BadArguments, call, parse_typed
+from bicameral.commands.history import CommandHistory, Git, run_git
+from bicameral.commands.loader import CommandSet, Spawn, load_folder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CommandsConfig:
+    """Where the owner's commands live and how long each step may take."""
+
+    folder: Path
+    call_timeout_seconds: float = 30.0
+    test_timeout_seconds: float = 60.0
+    import_timeout_seconds: float = 10.0
+    bwrap: str = "bwrap"
+
+
+class Commands:
+    """Holds the current `CommandSet`; a reload swaps in a new one, so a call under way keeps the one it started with."""
+
+    def __init__(
+        self, config: CommandsConfig, *, reserved: Callable[[], frozenset[str]] = lambda: frozenset(),
+        spawn: Spawn | None = None, git: Git = run_git,
+    ) -> None:
+        self.config = config
+        self.history = CommandHistory(config.folder, git)
+        self.reserved = reserved  # the built-in commands' names (the console's and the lanes'), known once both exist
+        self.current = CommandSet()
+        self._spawn = spawn
+        self._wanted = False
+        self._reloading: asyncio.Task[CommandSet] | None = None
+        self.reloaded = asyncio.Event()  # set after every reload: tests and the owner's `/commands reload` wait on it
+
+    @property
+    def folder(self) -> Path:
+        return self.config.folder
+
+    async def reload(self) -> CommandSet:
+        """Load the folder again and swap the result in."""
+        timeout = self.config.import_timeout_seconds
+        if self._spawn is not None:
+            loaded = await load_folder(self.folder, reserved=self.reserved(), import_timeout=timeout, spawn=self._spawn)
+        else:
+            loaded = await load_folder(self.folder, reserved=self.reserved(), import_timeout=timeout)
+        self.current = loaded
+        log.info("commands loaded: %s", ", ".join(sorted(loaded.commands)) or "none")
+        self.reloaded.set()
+        return loaded
+
+    def reload_after_reply(self) -> None:
+        """A change was committed: reload when the turn that made it has ended (its reply sent), not during it."""
+        self._wanted = True
+        self.reloaded.clear()
+
+    def turn_ended(self) -> None:
+        """Called by the lanes after every turn: start a wanted reload in the background."""
+        if not self._wanted:
+            return
+        self._wanted = False
+        self._reloading = asyncio.create_task(self._reload_logged(), name="commands-reload")
+
+    async def _reload_logged(self) -> CommandSet:
+        try:
+            return await self.reload()
+        except Exception:
+            log.exception("reloading the commands failed; the previous ones stay")
+            return self.current
+
+    def answers(self, name: str) -> bool:
+        """Whether `/name` is answered here: `/commands`, or a loaded command."""
+        return name == "commands" or self.current.get(name) is not None
+
+    def problems(self) -> list[str]:
+        """Each command file skipped, with why: /audit lists them."""
+        return list(self.current.problems)
+
+    async def run_typed(self, name: str, text: str, context: CommandContext) -> str:
+        """`/name args` typed in a chat: the arguments parsed by the declared types, the usage line on a mistake."""
+        spec = self.current.get(name)
+        if spec is None:
+            return f"There is no command /{name}."
+        try:
+            arguments = parse_typed(spec, text)
+        except BadArguments as exc:
+            return f"I can't run that: {exc}"
+        answer, _ = await call(spec, arguments, context, timeout=self.config.call_timeout_seconds)
+        return answer
