@@ -112,3 +112,14 @@ async def test_a_reload_swaps_the_set_and_a_call_under_way_keeps_its_own(tmp_pat
     commands.turn_ended()
     await asyncio.wait_for(commands.reloaded.wait(), 20)
     assert commands.current.commands == {} and "shout" in before.commands
+
+
+async def test_a_change_no_turn_follows_still_loads_after_the_grace(tmp_path: Path) -> None:
+    """In two-chamber mode a back task makes the change: no lane turn may end after it, so a timer reloads."""
+    commands = _commands(tmp_path, reload_grace_seconds=0.2)
+    await commands.reload()
+    (tmp_path / "shout.py").write_text(SHOUT)
+    commands.reload_after_reply()
+    assert commands.current.get("shout") is None
+    await asyncio.wait_for(commands.reloaded.wait(), 20)
+    assert commands.current.get("shout") is not None

@@ -25,6 +25,8 @@ class CommandsConfig:
     test_timeout_seconds: float = 60.0
     import_timeout_seconds: float = 10.0
     bwrap: str = "bwrap"
+    # A change made where no lane turn ends after it (a back task in two-chamber mode) loads after this long anyway.
+    reload_grace_seconds: float = 5.0
 
 
 class Commands:
@@ -41,6 +43,7 @@ class Commands:
         self._spawn = spawn
         self._wanted = False
         self._reloading: asyncio.Task[CommandSet] | None = None
+        self._fallback: asyncio.TimerHandle | None = None
         self.reloaded = asyncio.Event()  # set after every reload: tests and the owner's `/commands reload` wait on it
 
     @property
@@ -63,12 +66,17 @@ class Commands:
         """A change was committed: reload when the turn that made it has ended (its reply sent), not during it."""
         self._wanted = True
         self.reloaded.clear()
+        if self._fallback is None:
+            self._fallback = asyncio.get_running_loop().call_later(self.config.reload_grace_seconds, self.turn_ended)
 
     def turn_ended(self) -> None:
         """Called by the lanes after every turn: start a wanted reload in the background."""
         if not self._wanted:
             return
         self._wanted = False
+        if self._fallback is not None:
+            self._fallback.cancel()
+            self._fallback = None
         self._reloading = asyncio.create_task(self._reload_logged(), name="commands-reload")
 
     async def _reload_logged(self) -> CommandSet:
