@@ -124,8 +124,7 @@ class Settings(BaseSettings):
     transcription_model: str = "whisper-1"
     transcription_api_key: SecretStr | None = None  # unset: OPENAI_API_KEY
     transcription_offline: Literal["auto", "on", "off"] = "auto"  # auto: the offline model when no endpoint is set
-    # The owner's prices (USD per million tokens) for /cost, over the built-in list prices.
-    prices_path: Path | None = None
+    prices_path: Path | None = None  # the owner's prices (USD per million tokens) for /cost, over the list prices
     # Spending caps, in tokens per UTC day (input and output, every model): per person other than the owner, and for
     # everyone together, owner included. Unset: no cap.
     user_daily_tokens: int | None = Field(default=None, ge=0)
@@ -201,8 +200,7 @@ class Settings(BaseSettings):
     browser_timeout_seconds: float = Field(default=20.0, gt=0)  # one browser action, a navigation's loading included
     browser_idle_seconds: float = Field(default=300.0, gt=0)  # a chat's unused browser page is closed after this
     browser_download_max_bytes: int = Field(default=50_000_000, ge=1024)  # the largest download kept
-    # sub_agent: the delegated loop's own step limit, below the parent's so one delegation stays bounded.
-    sub_agent_max_iterations: int = Field(default=10, ge=1)
+    sub_agent_max_iterations: int = Field(default=10, ge=1)  # sub_agent's own step limit, below the parent's
     max_session_messages: int = Field(default=60, ge=4)
 
     # --- memory ---
@@ -245,6 +243,8 @@ class Settings(BaseSettings):
     # --- observability ---
     log_level: str = "INFO"
     log_keep_days: int = Field(default=7, ge=1)
+    dashboard_port: int | None = Field(default=None, ge=0, le=65535)  # set: serve the web dashboard (0: any free port)
+    dashboard_host: str = "127.0.0.1"  # where the dashboard listens; another address opens it to that network
 
     # --- the model SDKs' own variables (read here so nothing else touches os.environ) ---
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")

@@ -1,0 +1,78 @@
+"""The web dashboard (off unless BICAMERAL_DASHBOARD_PORT is set; Starlette and uvicorn load only then)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from bicameral.console.desk import OwnerCommand
+from bicameral.dashboard.auth import Logins
+from bicameral.dashboard.command import dashboard_command
+from bicameral.dashboard.feed import LiveFeed
+from bicameral.dashboard.server import DashboardConfig, build_app
+from bicameral.types import Clock
+
+if TYPE_CHECKING:
+    import uvicorn
+
+log = logging.getLogger(__name__)
+TRANSCRIPT_LOGGER = "bicameral.tx"
+
+__all__ = ["Dashboard", "DashboardConfig"]
+
+
+class Dashboard:
+    """The dashboard's server on its own socket, the live feed on the transcript, and the /dashboard command."""
+
+    def __init__(self, config: DashboardConfig, redact: Callable[[str], str], *, clock: Clock = time.time) -> None:
+        self.config = config
+        self.logins = Logins(clock=clock)
+        self._redact = redact
+        self._feed: LiveFeed | None = None
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.port = config.port
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.config.host}]" if ":" in self.config.host else self.config.host
+        return f"http://{host}:{self.port}"
+
+    def command(self) -> OwnerCommand:
+        return dashboard_command(self.logins, self.base_url, self._end_streams)
+
+    async def start(self) -> None:
+        import uvicorn
+
+        self._feed = LiveFeed(asyncio.get_running_loop(), self._redact)
+        logging.getLogger(TRANSCRIPT_LOGGER).addHandler(self._feed)
+        family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.config.host, self.config.port))  # bound before start returns: the link works at once
+        self.port = sock.getsockname()[1]
+        app = build_app(DashboardConfig(self.config.host, self.port, self.config.bot_name), self.logins, self._feed)
+        server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
+                                               timeout_graceful_shutdown=2))
+        self._server = server
+        self._task = asyncio.create_task(server.serve(sockets=[sock]), name="dashboard")
+        log.info("dashboard on %s", self.base_url)
+
+    def _end_streams(self) -> None:
+        if self._feed is not None:
+            self._feed.close_all()
+
+    async def stop(self) -> None:
+        if self._feed is not None:
+            logging.getLogger(TRANSCRIPT_LOGGER).removeHandler(self._feed)
+            self._feed.close_all()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 5)

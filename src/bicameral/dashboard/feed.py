@@ -1,0 +1,60 @@
+"""The live feed: the transcript's lines (in, out, each tool call and result) as they are logged, to every open page."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+QUEUE_LINES = 200  # a page that reads no more than this falls behind and is dropped, never the chat
+
+
+class LiveFeed(logging.Handler):
+    """A handler on the `bicameral.tx` logger: every record becomes one line for each subscriber's queue.
+
+    Records may come from any thread; lines are put on the queues on the loop's own thread.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, redact: Callable[[str], str]) -> None:
+        super().__init__(level=logging.INFO)
+        self._loop = loop
+        self._redact = redact
+        self._queues: set[asyncio.Queue[str | None]] = set()
+
+    def subscribe(self) -> asyncio.Queue[str | None]:
+        queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=QUEUE_LINES)
+        self._queues.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[str | None]) -> None:
+        self._queues.discard(queue)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._queues)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self._redact(record.getMessage())
+        except Exception:
+            self.handleError(record)
+            return
+        self._loop.call_soon_threadsafe(self._fan_out, line)
+
+    def _fan_out(self, line: str) -> None:
+        for queue in list(self._queues):
+            try:
+                queue.put_nowait(line)
+            except asyncio.QueueFull:
+                # A page that stopped reading: it is cut off (None ends its stream) and its lines go no further.
+                self._queues.discard(queue)
+                while not queue.empty():
+                    queue.get_nowait()
+                queue.put_nowait(None)
+
+    def close_all(self) -> None:
+        for queue in list(self._queues):
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(None)
+        self._queues.clear()

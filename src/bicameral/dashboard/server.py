@@ -1,0 +1,162 @@
+"""The dashboard's web app: the Host header checked first, then the session cookie; login links, the live page and
+its event stream, logout with a CSRF token. Without a session no page or endpoint shows anything."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import resources
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bicameral.dashboard.auth import SESSION_SECONDS, Logins, Session, same_token
+from bicameral.dashboard.feed import LiveFeed
+from bicameral.dashboard.pages import line_fragment, live_page, message_page
+
+COOKIE = "bicameral_session"
+MAX_FORM_BYTES = 4096  # the logout form is one field; anything larger is refused before it is read whole
+STATIC = {"htmx.min.js", "sse.js"}
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' "
+    "'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",  # the login link's token never leaves in a Referer
+    "cache-control": "no-store",
+}
+NOT_LOGGED_IN = "Send /dashboard to the assistant in your private chat for a login link."
+
+
+@dataclass(frozen=True)
+class DashboardConfig:
+    host: str
+    port: int
+    bot_name: str
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """The names a browser may use for us: the bound address, and `localhost` when that is the loopback."""
+    loopback = {"127.0.0.1", "::1", "localhost"}
+    return sorted({host, "localhost", "127.0.0.1"}) if host in loopback else [host]
+
+
+def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed) -> Starlette:
+    origins = {f"http://{name}:{config.port}" for name in allowed_hosts(config.host)}
+
+    def session_of(request: Request) -> Session | None:
+        return logins.session(request.cookies.get(COOKIE))
+
+    async def login(request: Request) -> Response:
+        redeemed = logins.redeem(request.path_params["token"])
+        if redeemed is None:
+            return HTMLResponse(message_page("Link not valid", "This login link was used already, has expired or "
+                                             "was never issued. " + NOT_LOGGED_IN), status_code=403)
+        cookie, _ = redeemed
+        # A page, not a redirect: a SameSite=Strict cookie is not sent on a redirect that started in another site
+        # (the chat app), so the browser is sent on from here, our own page.
+        page = message_page("Logged in", "Opening the dashboard…").replace(
+            "</head>", '<meta http-equiv="refresh" content="0; url=/"></head>')
+        response = HTMLResponse(page.replace("</p>", ' <a href="/">Open it</a>.</p>'))
+        response.set_cookie(COOKIE, cookie, max_age=int(SESSION_SECONDS), path="/", httponly=True, samesite="strict")
+        return response
+
+    async def home(request: Request) -> Response:
+        session = session_of(request)
+        if session is None:
+            return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
+        return HTMLResponse(live_page(config.bot_name, session.csrf))
+
+    async def events(request: Request) -> Response:
+        if session_of(request) is None:
+            return Response(status_code=401)
+        cookie = request.cookies.get(COOKIE)
+        queue = feed.subscribe()
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                yield ": connected\n\n"
+                while (line := await queue.get()) is not None and logins.session(cookie) is not None:
+                    yield f"event: line\ndata: {line_fragment(line)}\n\n"
+            finally:
+                feed.unsubscribe(queue)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"})
+
+    async def logout(request: Request) -> Response:
+        session = session_of(request)
+        if session is None:
+            return Response(status_code=401)
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in origins:
+            return Response("cross-origin request refused", status_code=403)
+        body = await _limited_body(request)
+        if body is None:
+            return Response("request too large", status_code=413)
+        form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+        given = form.get("csrf")
+        if not same_token(given[0] if given else None, session.csrf):
+            return Response("missing or wrong CSRF token", status_code=403)
+        logins.end(request.cookies[COOKIE])
+        response = HTMLResponse(message_page("Logged out", NOT_LOGGED_IN))
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return Response(status_code=404)
+        body = resources.files("bicameral.dashboard").joinpath("static", name).read_bytes()
+        return Response(body, media_type="text/javascript", headers={"cache-control": "max-age=86400"})
+
+    routes = [
+        Route("/", home), Route("/events", events), Route("/login/{token}", login),
+        Route("/logout", logout, methods=["POST"]), Route("/static/{name}", static),
+    ]
+    middleware = [
+        Middleware(_Headers),
+        Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(config.host), www_redirect=False),
+    ]
+    return Starlette(routes=routes, middleware=middleware)
+
+
+async def _limited_body(request: Request) -> bytes | None:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_FORM_BYTES):
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    return body
+
+
+class _Headers:
+    """The security headers on every response, the refusals included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def with_headers(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))  # type: ignore[call-overload]
+                present = {bytes(k).lower() for k, _ in headers}
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items() if k.encode() not in present]
+                message["headers"] = headers
+            await send(message)
+
+        await self._app(scope, receive, with_headers)  # type: ignore[arg-type]
+
+
