@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bicameral.commands import Fetch
 from bicameral.commands.registry import Commands, CommandsConfig
 from bicameral.commands.trial import trial_sandbox
 from bicameral.commands.workshop import Workshop
@@ -11,6 +12,8 @@ from bicameral.config import Settings
 from bicameral.console.desk import MEMBER_COMMANDS, Console
 from bicameral.tools.base import Tool
 from bicameral.tools.commands import command_tools, workshop_tools
+from bicameral.web.address import AddressRefused, allowance_policy
+from bicameral.web.fetch import FetchFailed, FetchLimits, WebFetcher
 
 
 def commands_config(settings: Settings) -> CommandsConfig:
@@ -20,9 +23,28 @@ def commands_config(settings: Settings) -> CommandsConfig:
     )
 
 
+def page_text(settings: Settings) -> Fetch:
+    """`context.fetch` for a command granted `network`: web_fetch's fetcher (its limits, its address rules and the
+    owner's allowances), the page's text as its charset says."""
+    limits = FetchLimits(
+        max_bytes=settings.web_fetch_max_bytes, timeout_seconds=settings.web_fetch_timeout_seconds,
+        max_redirects=settings.web_fetch_max_redirects,
+    )
+    fetcher = WebFetcher(limits, policy=allowance_policy(settings.web_allow_hosts or ()))
+
+    async def fetch(url: str) -> str:
+        try:
+            page = await fetcher.fetch(url)
+        except (AddressRefused, FetchFailed) as exc:  # a command cannot import these: it catches ValueError
+            raise ValueError(str(exc)) from None
+        return page.body.decode(page.charset or "utf-8", errors="replace")
+
+    return fetch
+
+
 def owner_made_commands(settings: Settings) -> tuple[Commands, list[Tool[Any]]]:
     """The registry (loaded by `load_beside`, once the console's names are known) and the owner's tools changing it."""
-    commands = Commands(commands_config(settings))
+    commands = Commands(commands_config(settings), fetch=page_text(settings))
     config = commands.config
     workshop = Workshop(commands, trial_sandbox(config.bwrap, wall_seconds=config.test_timeout_seconds))
     return commands, workshop_tools(workshop)

@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 Handler = Callable[..., Coroutine[Any, Any, Any]]
+# A page's text by its URL, through web_fetch's rules (public addresses only, size and time limits).
+Fetch = Callable[[str], Coroutine[Any, Any, str]]
+# What a command may be granted beyond pure computation: `network` gives its handler `context.fetch`.
+CAPABILITIES = frozenset({"network"})
 H = TypeVar("H", bound=Handler)
 # The types a parameter may declare: what `/name args` parses from the words typed, and a tool's schema names.
 PARAM_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -31,6 +35,7 @@ class CommandSpec:
     params: tuple[Param, ...]
     handler: Handler
     takes_context: bool
+    capabilities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class CommandContext:
     chat: str
     channel: str
     is_owner: bool
+    fetch: Fetch | None = None  # given only to a command granted `network`
 
 
 class DeclarationError(ValueError):
@@ -52,7 +58,10 @@ class DeclarationError(ValueError):
 declared: list[CommandSpec] = []
 
 
-def command(*, name: str, description: str, params: list[tuple[str, type, str, bool]] | None = None) -> Callable[[H], H]:
+def command(
+    *, name: str, description: str, params: list[tuple[str, type, str, bool]] | None = None,
+    capabilities: list[str] | None = None,
+) -> Callable[[H], H]:
     """Declare the async handler below as the command `name`; the handler is returned unchanged."""
 
     def register(handler: H) -> H:
@@ -67,8 +76,11 @@ def command(*, name: str, description: str, params: list[tuple[str, type, str, b
         for param in declared_params:
             if param.type not in PARAM_TYPES:
                 raise DeclarationError(f"parameter {param.name!r} of {name!r}: type must be str, int, float or bool")
+        if unknown := sorted(set(capabilities or ()) - CAPABILITIES):
+            raise DeclarationError(f"{name!r} asks for unknown capabilities {unknown}; there is only `network`")
         takes_context = "context" in inspect.signature(checked).parameters
-        declared.append(CommandSpec(name, description, declared_params, checked, takes_context))
+        granted = tuple(sorted(set(capabilities or ())))
+        declared.append(CommandSpec(name, description, declared_params, checked, takes_context, granted))
         return handler
 
     return register

@@ -7,9 +7,10 @@ import contextlib
 import logging
 import shlex
 import threading
+from dataclasses import replace
 from typing import Any
 
-from bicameral.commands import PARAM_TYPES, CommandContext, CommandSpec, Param
+from bicameral.commands import PARAM_TYPES, CommandContext, CommandSpec, Fetch, Param
 from bicameral.failures import failure_detail, owner_command_failed, owner_command_timed_out
 
 log = logging.getLogger(__name__)
@@ -89,9 +90,14 @@ def schema(spec: CommandSpec) -> dict[str, Any]:
     }
 
 
-async def call(spec: CommandSpec, arguments: dict[str, Any], context: CommandContext, *, timeout: float) -> tuple[str, bool]:
-    """Run the handler under `timeout`: (its answer as text, True) or (a sentence saying it failed, False)."""
+async def call(
+    spec: CommandSpec, arguments: dict[str, Any], context: CommandContext, *, timeout: float, fetch: Fetch | None = None
+) -> tuple[str, bool]:
+    """Run the handler under `timeout`: (its answer as text, True) or (a sentence saying it failed, False). A command
+    granted `network` gets `fetch` in its context, run on this loop (the handler's own loop only waits for it)."""
     kwargs = dict(arguments)
+    if "network" in spec.capabilities and fetch is not None:
+        context = replace(context, fetch=_bridge(fetch, asyncio.get_running_loop()))
     if spec.takes_context:
         kwargs["context"] = context
     try:
@@ -135,3 +141,12 @@ def _in_thread(spec: CommandSpec, kwargs: dict[str, Any]) -> asyncio.Future[Any]
 
     threading.Thread(target=work, name=f"command:{spec.name}", daemon=True).start()
     return done
+
+
+def _bridge(fetch: Fetch, loop: asyncio.AbstractEventLoop) -> Fetch:
+    """`fetch` callable from the handler's loop: the request runs on `loop`, where the fetcher and its client live."""
+
+    async def bridged(url: str) -> str:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fetch(url), loop))
+
+    return bridged

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bicameral.commands import CommandContext
+from bicameral.commands import CommandContext, Fetch
 from bicameral.commands.calls import BadArguments, call, parse_typed
 from bicameral.commands.history import CommandHistory, Git, run_git
 from bicameral.commands.loader import CommandSet, Spawn, load_folder
@@ -34,9 +34,10 @@ class Commands:
 
     def __init__(
         self, config: CommandsConfig, *, reserved: Callable[[], frozenset[str]] = lambda: frozenset(),
-        spawn: Spawn | None = None, git: Git = run_git,
+        spawn: Spawn | None = None, git: Git = run_git, fetch: Fetch | None = None,
     ) -> None:
         self.config = config
+        self.fetch = fetch  # what a command granted `network` may call; None: no network for any
         self.history = CommandHistory(config.folder, git)
         self.reserved = reserved  # the built-in commands' names (the console's and the lanes'), known once both exist
         self.current = CommandSet()
@@ -103,5 +104,5 @@ class Commands:
             arguments = parse_typed(spec, text)
         except BadArguments as exc:
             return f"I can't run that: {exc}"
-        answer, _ = await call(spec, arguments, context, timeout=self.config.call_timeout_seconds)
+        answer, _ = await call(spec, arguments, context, timeout=self.config.call_timeout_seconds, fetch=self.fetch)
         return answer

@@ -41,13 +41,21 @@ class Workshop:
     def _reserved(self) -> frozenset[str]:
         return ALWAYS_RESERVED | self.commands.reserved()
 
-    async def create(self, name: str, description: str, code: str, tests: str, request: str, *, replace: bool) -> Done:
-        """Check, test in the sandbox, commit, and reload after the reply; `replace` lets an existing command change."""
+    async def create(
+        self, name: str, description: str, code: str, tests: str, request: str, *, replace: bool,
+        granted: frozenset[str] = frozenset(),
+    ) -> Done:
+        """Check, test in the sandbox, commit, and reload after the reply; `replace` lets an existing command change;
+        `granted`: the capabilities the owner gave it (the code may declare no other)."""
         async with self._lock:
-            return await self._create(name, description, code, tests, request, replace=replace)
+            return await self._create(name, description, code, tests, request, replace=replace, granted=granted)
 
-    async def _create(self, name: str, description: str, code: str, tests: str, request: str, *, replace: bool) -> Done:
+    async def _create(
+        self, name: str, description: str, code: str, tests: str, request: str, *, replace: bool, granted: frozenset[str]
+    ) -> Done:
         self._check_name(name, new=not replace)
+        if asked := sorted(_declared_capabilities(code) - granted):
+            raise Refused(f"the code asks for {', '.join(asked)}, which the owner has not granted this command")
         if len(code) > MAX_SOURCE_CHARS or len(tests) > MAX_SOURCE_CHARS:
             raise Refused(f"the code and the tests must each stay under {MAX_SOURCE_CHARS} characters")
         self._check_sources(name, description, code, tests)
@@ -95,7 +103,7 @@ class Workshop:
             raise Refused(f"/{name} did not exist at {ref}")
         description = _description(code) or name
         done = await self._create(name, description, code, tests, request or f"roll /{name} back to {revision[:10]}",
-                                 replace=True)
+                                  replace=True, granted=_declared_capabilities(code))  # granted when it was made
         return Done(f"/{name} is back to its version of {revision[:10]}. " + done.text)
 
     def _check_name(self, name: str, *, new: bool) -> None:
@@ -142,6 +150,18 @@ def _decorator_keyword(code: str, keyword: str) -> str | None:
                 if kw.arg == keyword and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                     return kw.value.value
     return None
+
+
+def _declared_capabilities(code: str) -> frozenset[str]:
+    """The capabilities the `@command(...)` lists (`capabilities=["network"]`), read from the AST."""
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "command":
+            for kw in node.keywords:
+                if kw.arg == "capabilities" and isinstance(kw.value, ast.List | ast.Tuple):
+                    return frozenset(str(e.value) for e in kw.value.elts if isinstance(e, ast.Constant))
+                if kw.arg == "capabilities":
+                    return frozenset({"(capabilities not written as a list of strings)"})
+    return frozenset()
 
 
 def _declared_name(code: str) -> str | None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bicameral.commands import CommandContext, CommandSpec
+from bicameral.commands import CommandContext, CommandSpec, Fetch
 from bicameral.commands.calls import BadArguments, call, check_arguments, schema
 from bicameral.commands.registry import Commands
 from bicameral.commands.workshop import Refused, Workshop
@@ -41,6 +41,13 @@ class CreateArgs(BaseModel):
     )
     request: str = Field(default="", max_length=2000, description="The owner's request in their words (the commit message).")
     replace: bool = Field(default=False, description="True to change an existing command.")
+    capabilities: list[Literal["network"]] = Field(
+        default_factory=list,
+        description=(
+            "Only what the owner explicitly granted. `network`: the handler may `await context.fetch(url)` (a public "
+            'page\'s text, under web_fetch\'s rules); the code then declares `capabilities=["network"]`.'
+        ),
+    )
 
 
 class NameArgs(BaseModel):
@@ -90,7 +97,8 @@ class CreateCommand(_WorkshopTool):
             return ToolResult.error(_UNAVAILABLE)
         try:
             done = await self.workshop.create(
-                args.name.strip(), args.description, args.code, args.tests, args.request, replace=args.replace
+                args.name.strip(), args.description, args.code, args.tests, args.request, replace=args.replace,
+                granted=frozenset(args.capabilities),
             )
         except Refused as exc:
             return ToolResult.error(f"/{args.name} was not saved: {exc}")
@@ -148,7 +156,8 @@ class ListCommands(_WorkshopTool):
 def listing(commands: Commands) -> str:
     """Each command with its description; the skipped files after."""
     current = commands.current
-    lines = [f"/{spec.name} — {spec.description}" for spec in sorted(current.commands.values(), key=lambda s: s.name)]
+    lines = [f"/{spec.name} — {spec.description}" + "".join(f" [{c}]" for c in spec.capabilities)
+             for spec in sorted(current.commands.values(), key=lambda s: s.name)]
     if current.problems:
         lines += ["Skipped:", *(f"- {p}" for p in current.problems)]
     return "\n".join(lines)
@@ -159,9 +168,10 @@ class CommandTool(Tool[Any]):
 
     args_model = CommandArgs
 
-    def __init__(self, spec: CommandSpec, timeout: float) -> None:
+    def __init__(self, spec: CommandSpec, timeout: float, fetch: Fetch | None = None) -> None:
         self.spec = spec
         self.timeout = timeout
+        self.fetch = fetch
         self.name = TOOL_PREFIX + spec.name  # type: ignore[misc]
         self.description = f"The owner's command /{spec.name}: {spec.description}"  # type: ignore[misc]
 
@@ -178,14 +188,14 @@ class CommandTool(Tool[Any]):
             sender_id=people[0].split(":", 1)[-1] if people else "", sender_name="", chat=ctx.chat,
             channel=ctx.chat.split(":", 1)[0], is_owner=ctx.is_owner,
         )
-        text, ok = await call(self.spec, arguments, context, timeout=self.timeout)
+        text, ok = await call(self.spec, arguments, context, timeout=self.timeout, fetch=self.fetch)
         return ToolResult(text, is_error=not ok)
 
 
 def command_tools(commands: Commands) -> list[Tool[Any]]:
     """The current commands as tools (`cmd_<name>`), built from the registry each time tools are offered."""
     timeout = commands.config.call_timeout_seconds
-    return [CommandTool(spec, timeout) for spec in commands.current.commands.values()]
+    return [CommandTool(spec, timeout, commands.fetch) for spec in commands.current.commands.values()]
 
 
 def workshop_tools(workshop: Workshop) -> list[Tool[Any]]:
