@@ -86,6 +86,8 @@ async def test_a_command_is_made_in_words_then_called_by_slash_and_by_the_model(
     telegram.user_sends(MEMBER, "/commands history shout")
     assert "Use /commands to list them" in (await telegram.await_sent(MEMBER, 3))[2]["text"], "history is the owner's"
     assert await _owner_says(telegram, "/commands", 5) == "/shout — Shout it"
+    telegram.user_sends(MEMBER, "/help")
+    assert "Commands the owner added:\n/shout <text> — Shout it" in (await telegram.await_sent(MEMBER, 4))[3]["text"]
     assert await _owner_says(telegram, "/commands history shout", 6) == _git(
         folder, "log", "--format=%h %ad %s", "--date=format:%Y-%m-%d %H:%M"
     ).strip()

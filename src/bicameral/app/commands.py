@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bicameral.commands import Fetch
+from bicameral.commands import CommandSpec, Fetch
+from bicameral.commands.calls import usage
 from bicameral.commands.registry import Commands, CommandsConfig
 from bicameral.commands.trial import trial_sandbox
 from bicameral.commands.workshop import Workshop
@@ -60,3 +61,10 @@ async def load_beside(commands: Commands, console: Console) -> None:
     builtin = frozenset(c.name for c in MEMBER_COMMANDS) | {"start"}
     commands.reserved = lambda: builtin | console.names
     await commands.reload()
+    console.more_commands = lambda: [
+        (usage(spec).splitlines()[0], spec.description) for spec in sorted(commands.current.commands.values(), key=_name)
+    ]
+
+
+def _name(spec: CommandSpec) -> str:
+    return spec.name

@@ -106,6 +106,8 @@ class Console:
         self._kv = kv
         self._held: list[Inbound] = []
         self._after_reply: list[Callable[[], None]] = []
+        # The owner's own commands (usage, summary) as loaded now, for /help; set by the app once they exist.
+        self.more_commands: Callable[[], Sequence[tuple[str, str]]] = lambda: ()
         self._replies: set[asyncio.Task[object]] = set()
 
     def add(self, commands: Sequence[OwnerCommand]) -> None:
@@ -171,6 +173,8 @@ class Console:
     def help_text(self, *, owner: bool) -> str:
         lines = [f"Hi, I'm {self._bot_name}. Just write to me like you would to a person.", ""]
         lines += [f"{c.usage} — {c.summary}" for c in MEMBER_COMMANDS]
+        if more := self.more_commands():
+            lines += ["", "Commands the owner added:", *(f"{usage} — {summary}" for usage, summary in more)]
         if owner and self._commands:
             lines += ["", "Yours as the owner:"]
             lines += [f"{c.usage} — {c.summary}" for c in self._commands.values()]
