@@ -96,3 +96,6 @@ async def test_a_thread_the_bot_answered_in_stays_its_own_after_a_restart(matrix
         "rel_type": "m.thread", "event_id": root, "is_falling_back": True, "m.in_reply_to": {"event_id": root}}})
     answer = (await ann.await_from(room, bot, 2))[1]["content"]
     assert answer["m.relates_to"]["event_id"] == root
+    # The thread's question is shown with the follow-up, as the message it refers to.
+    shown = models.requests_for()[-1].last_user_text()
+    assert "start a thread" in shown and "a follow-up without a mention" in shown

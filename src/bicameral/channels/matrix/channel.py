@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_MS = 30000  # the long poll: the homeserver holds a sync this long when nothing happens
 JOIN_RETRY_MS = 2000  # how long the next sync waits while a join is to be tried again
+LOOKUPS_KEPT = 512  # looked-up events remembered (a thread's root is asked for once, not per message)
 SYNC_GRACE_SECONDS = 15.0  # past the long poll, how long a sync may take before it counts as failed
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
@@ -88,7 +89,7 @@ class MatrixChannel:
         self._since: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._rooms = Rooms(self._client, self._actions, may_invite=config.may_invite, redact=self._redact)
-        self._roots_seen: set[str] = set()  # thread roots already looked at (see _learn_thread)
+        self._events: dict[str, tuple[Replied, bool]] = {}  # events looked up (replied to, thread roots), the latest
         self.failure: str | None = None
 
     @property
@@ -196,7 +197,6 @@ class MatrixChannel:
         found: list[Inbound] = []
         for raw in after_own_join(events, self._me.user_id):
             try:
-                await self._learn_thread(room_id, raw)
                 replied = await self._replied(room_id, raw)
                 inbound = translate(raw, room, self._me, replied, self._actions.threads)
             except Exception as exc:  # one odd event must not stop the rest
@@ -207,34 +207,42 @@ class MatrixChannel:
         return found
 
     async def _replied(self, room_id: str, raw: dict[str, Any]) -> Replied | None:
-        """The event a message replies to, looked up (a reply to one of ours addresses us in a room)."""
-        target = replied_to(raw.get("content"))
+        """What a message refers to, looked up: the event it replies to, else the root of the thread it is in (the
+        thread's question, shown with it). A thread whose root is ours or mentioned us is ours: we answered there."""
+        content = raw.get("content")
+        target = replied_to(content)
+        relation = content.get("m.relates_to") if isinstance(content, dict) else None
+        root = relation.get("event_id") if isinstance(relation, dict) and relation.get("rel_type") == "m.thread" else None
+        thread: Replied | None = None
+        if isinstance(root, str) and root != raw.get("event_id"):
+            found = await self._lookup(room_id, root)
+            if found is not None:
+                thread, mentioned_us = found
+                if thread.sender == self._me.user_id or mentioned_us:
+                    self._actions.threads.add(root)
         if target is None:
-            return None
-        if target in self._actions.sent:
-            return Replied(target, self._me.user_id, "")
-        answer = await self._client.room_get_event(room_id, target)
+            return thread
+        looked = await self._lookup(room_id, target)
+        return None if looked is None else looked[0]
+
+    async def _lookup(self, room_id: str, event_id: str) -> tuple[Replied, bool] | None:
+        """An event of the room (remembered): who sent it, its words, and whether it mentioned us."""
+        if event_id in self._events:
+            return self._events[event_id]
+        if event_id in self._actions.sent:
+            return Replied(event_id, self._me.user_id, ""), False
+        answer = await self._client.room_get_event(room_id, event_id)
         if not isinstance(answer, RoomGetEventResponse):
             return None
         source = answer.event.source
-        body = source.get("content", {}).get("body") if isinstance(source.get("content"), dict) else None
-        return Replied(target, str(source.get("sender", "")), body if isinstance(body, str) else "")
-
-    async def _learn_thread(self, room_id: str, raw: dict[str, Any]) -> None:
-        """Whether a message's thread is ours, asked once per thread: its root is ours or mentioned us (so we answered
-        there), which holds after a restart too."""
-        content = raw.get("content")
-        relation = content.get("m.relates_to") if isinstance(content, dict) else None
-        root = relation.get("event_id") if isinstance(relation, dict) and relation.get("rel_type") == "m.thread" else None
-        if not isinstance(root, str) or root in self._actions.threads or root in self._roots_seen:
-            return
-        self._roots_seen.add(root)
-        answer = await self._client.room_get_event(room_id, root)
-        if isinstance(answer, RoomGetEventResponse):
-            source = answer.event.source
-            root_content = source.get("content") if isinstance(source.get("content"), dict) else {}
-            if source.get("sender") == self._me.user_id or is_mentioned(root_content, self._me):
-                self._actions.threads.add(root)
+        content = source.get("content") if isinstance(source.get("content"), dict) else {}
+        body = content.get("body")
+        found = Replied(event_id, str(source.get("sender", "")), body if isinstance(body, str) else ""), is_mentioned(
+            content, self._me)
+        if len(self._events) >= LOOKUPS_KEPT:
+            self._events.pop(next(iter(self._events)))
+        self._events[event_id] = found
+        return found
 
     async def _mark_read(self, batch: Sequence[Inbound]) -> None:
         """Read receipts for what was stored (cosmetic: a failure is only logged)."""
