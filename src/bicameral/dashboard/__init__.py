@@ -43,6 +43,11 @@ class Dashboard:
         host = f"[{self.config.host}]" if ":" in self.config.host else self.config.host
         return f"http://{host}:{self.port}"
 
+    @property
+    def watching(self) -> int:
+        """How many pages have the live stream open."""
+        return self._feed.subscribers if self._feed is not None else 0
+
     def command(self) -> OwnerCommand:
         return dashboard_command(self.logins, self.base_url, self._end_streams)
 

@@ -1,0 +1,56 @@
+"""The dashboard in a real browser (Playwright driving Debian's Chromium): the owner's link logs in, and a turn shows
+on the live page as it happens, with no reload; a browser without the cookie sees nothing."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+import pytest
+
+from bicameral.browser.chromium import DEFAULT_CHROMIUM, Chromium
+from tests.conftest import OWNER
+from tests.e2e.test_dashboard import login_link
+from tests.fakes.model_server import Reply
+from tests.support.chat import eventually
+
+
+@pytest.fixture
+async def browser(caplog):
+    caplog.set_level(logging.INFO, logger="bicameral.tx")
+    if why := Chromium(DEFAULT_CHROMIUM).why_off():
+        pytest.skip(why)
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        launched = await playwright.chromium.launch(executable_path=str(DEFAULT_CHROMIUM), headless=True, args=args)
+        yield launched
+        await launched.close()
+
+
+async def test_the_owner_logs_in_with_the_link_and_sees_a_turn_appear_live(telegram, models, start_bot, browser):
+    models.script(Reply(text="Hello from the assistant"))
+    app = await start_bot(dashboard_port=0)
+    stranger = await browser.new_page()
+    await stranger.goto(app.dashboard.base_url + "/")
+    assert "Not logged in" in await stranger.content()
+    assert await stranger.query_selector("#live") is None
+
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(await login_link(telegram))
+    await page.wait_for_url(re.compile(r"/$"))  # the login page moves on to the dashboard by itself
+    await page.wait_for_selector("#live")
+    cookie = next(c for c in await context.cookies() if c["name"] == "bicameral_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert await page.evaluate("document.cookie") == ""  # out of reach of scripts
+    # Scripts run under the page's Content-Security-Policy (no eval), so the test waits through selectors only.
+    await eventually(lambda: app.dashboard.watching == 1, "the page's event stream to connect")
+
+    telegram.user_sends(OWNER, "hello through the dashboard")
+    await page.locator("#live", has_text="Hello from the assistant").wait_for(timeout=15_000)
+    text = await page.inner_text("#live")
+    assert "[RX]" in text and "hello through the dashboard" in text and "[TX]" in text
+    await context.close()
