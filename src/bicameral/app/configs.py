@@ -342,11 +342,13 @@ def matrix_config(settings: Settings) -> MatrixConfig:
 
     if not settings.matrix_user_id:
         raise ConfigError("BICAMERAL_MATRIX_HOMESERVER is set but BICAMERAL_MATRIX_USER_ID is not")
-    access = AccessPolicy(settings.resolved_access_path, owners(settings))
+    access: list[AccessPolicy] = []  # read when the first invite comes, once the app has made the data dir
 
     def may_invite(user: str) -> bool:
         """Whoever may write to the assistant directly (the owner, access.json's users) may invite it to a room."""
-        return access.allows(Inbound("matrix", "matrix:" + user, "", Sender(user, user), "", 0.0))
+        if not access:
+            access.append(AccessPolicy(settings.resolved_access_path, owners(settings)))
+        return access[0].allows(Inbound("matrix", "matrix:" + user, "", Sender(user, user), "", 0.0))
 
     return MatrixConfig(
         homeserver=settings.matrix_homeserver or "",
