@@ -12,7 +12,7 @@ from tests.commands.support import SHOUT, SHOUT_TESTS, WHISPER_SHOUT, WHISPER_TE
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
 from tests.support.access import write_access
-from tests.support.chat import eventually
+from tests.support.chat import eventually, until_sent
 
 MEMBER = 2002
 CHANGING = {"create_command", "remove_command", "rollback_command", "list_commands"}
@@ -140,3 +140,19 @@ async def test_a_broken_file_edited_by_hand_is_skipped_and_shown_in_audit(telegr
     audit = await _owner_says(telegram, "/audit", 1)
     assert "command token.py: line 1: importing os is not allowed" in audit
     assert await _owner_says(telegram, "/shout works", 2) == "WORKS!"
+
+
+@needs_bwrap
+async def test_in_two_chambers_the_back_makes_it_and_it_loads_with_no_turn_after(telegram, models, start_bot):
+    """The back task calls create_command; no lane turn ends after it, so the reload comes from the grace timer."""
+    spawn = ToolCall("spawn", {"spec": "Add the shout command the owner asked for.", "label": "shout"})
+    models.script(Reply(tool_calls=[spawn, ToolCall("reply", {"text": "on it"})]), model="front")
+    models.responder(lambda req: Reply(text="Done: " + req.last_user_text()[-80:]), model="front")
+    models.script(Reply(tool_calls=[_create(SHOUT, SHOUT_TESTS, "add shout")]), Reply(text="Added /shout."), model="back")
+    app = await start_bot(mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0)
+    telegram.user_sends(OWNER, "add a command called shout")
+    await eventually(lambda: app.commands.current.get("shout"), "shout loaded", timeout=60)
+    assert "create_command" in models.requests_for("back")[0].tool_names
+    assert "passed its tests" in models.requests_for("back")[1].tool_results()[0]["content"]
+    telegram.user_sends(OWNER, "/shout two chambers")
+    await until_sent(telegram, OWNER, "TWO CHAMBERS!")
