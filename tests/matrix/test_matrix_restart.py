@@ -133,3 +133,27 @@ async def test_a_sent_document_is_read_by_the_same_pipeline_as_telegrams(matrix_
                           "info": {"mimetype": "text/plain", "size": notes.stat().st_size}})
     await ann.await_from(room, bot, 1)
     assert "PELICAN" in json.dumps(models.requests_for()[0].messages)
+
+
+async def test_a_voice_message_is_transcribed_like_a_telegram_voice_note(matrix_app, human, models, tmp_path):
+    from tests.fakes.transcription_server import FakeTranscription
+
+    endpoint = await FakeTranscription(key="voice-key", text="Remind me to water the plants at six.").start()
+    try:
+        models.responder(lambda request: Reply(text="heard you"))
+        ann = human("ann")
+        await matrix_app(allowed=[ann.user.user_id], transcription_base_url=endpoint.url,
+                         transcription_api_key="voice-key", transcription_offline="off")
+        bot = matrix_app.bot.user_id
+        room = await ann.room(bot, direct=True)
+        note = tmp_path / "note.ogg"
+        note.write_bytes(b"OggS" + b"\x00" * 400)  # the endpoint is a fake: it hears words in any Ogg
+        with note.open("rb") as file:
+            uploaded, _ = await ann.client.upload(file, content_type="audio/ogg", filename="note.ogg",
+                                                  filesize=note.stat().st_size)
+        await ann.send(room, {"msgtype": "m.audio", "body": "note.ogg", "url": uploaded.content_uri,
+                              "info": {"mimetype": "audio/ogg", "size": note.stat().st_size}, "org.matrix.msc3245.voice": {}})
+        await ann.await_from(room, bot, 1)
+        assert "water the plants at six" in json.dumps(models.requests_for()[0].messages)
+    finally:
+        await endpoint.stop()
