@@ -184,7 +184,8 @@ class Inbound:
         return head.split("@", 1)[0].lower() or None
 
 
-TRUSTED_CHANNELS = frozenset({"terminal"})  # the person at the local keyboard is the owner
+# The person at the local keyboard is the owner, and so is whoever holds a dashboard session (its web chat).
+TRUSTED_CHANNELS = frozenset({"terminal", "web"})
 
 
 @dataclass(frozen=True)

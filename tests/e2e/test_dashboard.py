@@ -144,3 +144,33 @@ async def test_the_dashboard_is_off_unless_a_port_is_set(telegram, models, start
     app = await start_bot()
     assert app.dashboard is None
     assert "dashboard" not in app.console.names
+
+
+async def test_the_chat_panel_refuses_what_the_logout_form_refuses(telegram, models, start_bot):
+    app = await start_bot(dashboard_port=0)
+    async with httpx.AsyncClient(base_url=app.dashboard.base_url) as client:
+        assert (await client.post("/chat", data={"text": "hi", "csrf": "x"})).status_code == 401
+        await logged_in(telegram, client)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', (await client.get("/")).text).group(1)  # type: ignore[union-attr]
+        assert (await client.post("/chat", data={"text": "hi"})).status_code == 403
+        assert (await client.post("/chat", data={"text": "hi", "csrf": csrf},
+                                  headers={"origin": "http://evil.example"})).status_code == 403
+        huge = await client.post("/chat", data={"text": "x" * 300_000, "csrf": csrf})
+        assert huge.status_code == 413
+        assert (await client.post("/chat", data={"text": "  ", "csrf": csrf})).status_code == 400
+    assert not [r for r in models.requests]  # none of them reached the model
+
+
+async def test_a_page_that_never_reads_its_stream_is_cut_off_and_holds_nothing_up():
+    from bicameral.dashboard.feed import QUEUE_LINES, LiveFeed
+
+    feed = LiveFeed(asyncio.get_running_loop(), redact=lambda text: text)
+    stuck = feed.subscribe()
+    reading = feed.subscribe()
+    for n in range(QUEUE_LINES + 1):
+        feed.publish("you", f"message {n}")
+        if n % 50 == 0:
+            while not reading.empty():
+                reading.get_nowait()
+    assert feed.subscribers == 1  # the stuck page is gone, the reading one stays
+    assert stuck.get_nowait() is None  # its stream ends

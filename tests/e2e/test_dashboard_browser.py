@@ -1,5 +1,6 @@
 """The dashboard in a real browser (Playwright driving Debian's Chromium): the owner's link logs in, and a turn shows
-on the live page as it happens, with no reload; a browser without the cookie sees nothing."""
+on the live page as it happens, with no reload; the chat panel talks to the assistant as the owner; a browser without
+the cookie sees nothing."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ async def browser(caplog):
 
 
 async def test_the_owner_logs_in_with_the_link_and_sees_a_turn_appear_live(telegram, models, start_bot, browser):
-    models.script(Reply(text="Hello from the assistant"))
+    models.script(Reply(text="Hello from the assistant"), Reply(text='Web reply <b class="injected">not bold</b>'))
     app = await start_bot(dashboard_port=0)
     stranger = await browser.new_page()
     await stranger.goto(app.dashboard.base_url + "/")
@@ -53,4 +54,15 @@ async def test_the_owner_logs_in_with_the_link_and_sees_a_turn_appear_live(teleg
     await page.locator("#live", has_text="Hello from the assistant").wait_for(timeout=15_000)
     text = await page.inner_text("#live")
     assert "[RX]" in text and "hello through the dashboard" in text and "[TX]" in text
+
+    # The chat panel: a third channel, the owner's, with the same chamber and commands.
+    await page.fill("#say textarea", "and now from the web")
+    await page.click("#say button")
+    await page.locator("#messages", has_text='Web reply <b class="injected">not bold</b>').wait_for(timeout=15_000)
+    assert "and now from the web" in await page.inner_text("#messages")
+    assert await page.input_value("#say textarea") == ""  # a fresh box for the next message
+    assert await page.query_selector("#messages b.injected") is None  # the reply is text, never markup
+    await page.fill("#say textarea", "/health")
+    await page.click("#say button")
+    await page.locator("#messages", has_text="Health at").wait_for(timeout=15_000)  # an owner command answered
     await context.close()

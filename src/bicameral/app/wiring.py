@@ -133,6 +133,8 @@ class App:
         self.stores.db.reserve = reserve
         self.tasks = TaskStore(self.stores.db, redact=self.stores.redact)
         self.router = ActionRouter(self.stores.messages)
+        self.dashboard = dashboard_for(settings, self.stores.redact, self._clock)  # its web chat is a channel too
+        self.channels += [self.dashboard.channel] if self.dashboard is not None else []
         for channel in self.channels:
             self.router.register(channel)
         self.outbox = Outbox(
@@ -201,7 +203,6 @@ class App:
             send=self.outbox.perform, access=access, pairing=pairing, stop=self.stop_with, started_at=started_at,
             left_out=left_out, clock=self._clock, problems=self.commands.problems,
         )
-        self.dashboard = dashboard_for(settings, self.stores.redact, self._clock)
         if self.dashboard is not None:
             await self.dashboard.start()
             self.console.add([self.dashboard.command()])

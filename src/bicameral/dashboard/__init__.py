@@ -1,4 +1,4 @@
-"""The web dashboard (off unless BICAMERAL_DASHBOARD_PORT is set; Starlette and uvicorn load only then)."""
+"""The web dashboard and its chat (off unless BICAMERAL_DASHBOARD_PORT is set; Starlette and uvicorn load only then)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from bicameral.console.desk import OwnerCommand
 from bicameral.dashboard.auth import Logins
+from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.command import dashboard_command
 from bicameral.dashboard.feed import LiveFeed
 from bicameral.dashboard.server import DashboardConfig, build_app
@@ -32,6 +33,7 @@ class Dashboard:
     def __init__(self, config: DashboardConfig, redact: Callable[[str], str], *, clock: Clock = time.time) -> None:
         self.config = config
         self.logins = Logins(clock=clock)
+        self.channel = WebChannel(config.bot_name, clock=clock)  # the app serves it like its other channels
         self._redact = redact
         self._feed: LiveFeed | None = None
         self._server: uvicorn.Server | None = None
@@ -56,12 +58,13 @@ class Dashboard:
 
         self._feed = LiveFeed(asyncio.get_running_loop(), self._redact)
         logging.getLogger(TRANSCRIPT_LOGGER).addHandler(self._feed)
+        self.channel.publish = self._feed.publish
         family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.config.host, self.config.port))  # bound before start returns: the link works at once
         self.port = sock.getsockname()[1]
-        app = build_app(DashboardConfig(self.config.host, self.port, self.config.bot_name), self.logins, self._feed)
+        app = build_app(DashboardConfig(self.config.host, self.port, self.config.bot_name), self.logins, self._feed, self.channel)
         server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                                timeout_graceful_shutdown=2))
         self._server = server

@@ -1,4 +1,5 @@
-"""The live feed: the transcript's lines (in, out, each tool call and result) as they are logged, to every open page."""
+"""The live feed: the transcript's lines (in, out, each tool call and result) as they are logged, and the web chat's
+messages, to every open page."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from bicameral.dashboard.pages import chat_fragment, line_fragment
+
+Event = tuple[str, str]  # (SSE event name, HTML fragment)
 QUEUE_LINES = 200  # a page that reads no more than this falls behind and is dropped, never the chat
 
 
@@ -19,14 +23,14 @@ class LiveFeed(logging.Handler):
         super().__init__(level=logging.INFO)
         self._loop = loop
         self._redact = redact
-        self._queues: set[asyncio.Queue[str | None]] = set()
+        self._queues: set[asyncio.Queue[Event | None]] = set()
 
-    def subscribe(self) -> asyncio.Queue[str | None]:
-        queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=QUEUE_LINES)
+    def subscribe(self) -> asyncio.Queue[Event | None]:
+        queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=QUEUE_LINES)
         self._queues.add(queue)
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[str | None]) -> None:
+    def unsubscribe(self, queue: asyncio.Queue[Event | None]) -> None:
         self._queues.discard(queue)
 
     @property
@@ -39,12 +43,16 @@ class LiveFeed(logging.Handler):
         except Exception:
             self.handleError(record)
             return
-        self._loop.call_soon_threadsafe(self._fan_out, line)
+        self._loop.call_soon_threadsafe(self._fan_out, ("line", line_fragment(line)))
 
-    def _fan_out(self, line: str) -> None:
+    def publish(self, who: str, text: str) -> None:
+        """A web chat message, on the loop's thread."""
+        self._fan_out(("chat", chat_fragment(who, self._redact(text))))
+
+    def _fan_out(self, event: Event) -> None:
         for queue in list(self._queues):
             try:
-                queue.put_nowait(line)
+                queue.put_nowait(event)
             except asyncio.QueueFull:
                 # A page that stopped reading: it is cut off (None ends its stream) and its lines go no further.
                 self._queues.discard(queue)

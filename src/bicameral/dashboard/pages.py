@@ -14,8 +14,10 @@ PAGE = """<!doctype html>
 <script src="/static/sse.js"></script>
 <style>
 body {{ font: 15px/1.4 system-ui, sans-serif; margin: 1.5rem; max-width: 70rem; }}
-#live {{ font: 13px/1.35 ui-monospace, monospace; white-space: pre-wrap; border: 1px solid #ccc; padding: .5rem;
-         height: 70vh; overflow-y: auto; }}
+#live, #messages {{ white-space: pre-wrap; border: 1px solid #ccc; padding: .5rem; height: 60vh; overflow-y: auto; }}
+#live {{ font: 13px/1.35 ui-monospace, monospace; }}
+.panes {{ display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }}
+textarea {{ width: 100%; box-sizing: border-box; }}
 header {{ display: flex; justify-content: space-between; align-items: center; }}
 </style>
 </head>
@@ -27,14 +29,34 @@ header {{ display: flex; justify-content: space-between; align-items: center; }}
 
 
 def live_page(bot_name: str, csrf: str) -> str:
-    """Live turns: each transcript line (a message in, a reply out, a tool call, its result) appended as it happens."""
+    """Live turns (each transcript line appended as it happens) and the web chat panel, both fed by one event stream."""
     body = f"""<header><h1>{escape(bot_name)}: live</h1>
 <form method="post" action="/logout"><input type="hidden" name="csrf" value="{escape(csrf)}">
 <button type="submit">Log out</button></form></header>
+<div hx-ext="sse" sse-connect="/events" class="panes">
+<section><h2>Chat</h2>
+<div id="messages" sse-swap="chat" hx-swap="beforeend"></div>
+{chat_form(csrf)}
+</section>
+<section><h2>Live turns</h2>
 <p>Messages in ([RX]), replies out ([TX]) and tool calls ([TOOL→], [TOOL✓], [TOOL✗]) as they happen.</p>
-<div id="live" hx-ext="sse" sse-connect="/events" sse-swap="line" hx-swap="beforeend"></div>
+<div id="live" sse-swap="line" hx-swap="beforeend"></div>
+</section>
+</div>
 """
     return PAGE.format(title=f"{escape(bot_name)} dashboard", body=body)
+
+
+def chat_form(csrf: str) -> str:
+    """The chat box; a sent message swaps in a fresh, empty one (no script of our own runs on the page)."""
+    return f"""<form id="say" hx-post="/chat" hx-swap="outerHTML">
+<input type="hidden" name="csrf" value="{escape(csrf)}">
+<textarea name="text" rows="3" required aria-label="Message"></textarea>
+<button type="submit">Send</button></form>"""
+
+
+def chat_fragment(who: str, text: str) -> str:
+    return f'<div class="said"><b>{escape(who)}</b> {escape(text)}</div>'
 
 
 def line_fragment(line: str) -> str:

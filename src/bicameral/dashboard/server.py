@@ -17,11 +17,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bicameral.dashboard.auth import SESSION_SECONDS, Logins, Session, same_token
+from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.feed import LiveFeed
-from bicameral.dashboard.pages import line_fragment, live_page, message_page
+from bicameral.dashboard.pages import chat_form, live_page, message_page
 
 COOKIE = "bicameral_session"
 MAX_FORM_BYTES = 4096  # the logout form is one field; anything larger is refused before it is read whole
+MAX_CHAT_BYTES = 256 * 1024  # a chat message (the gate cuts its text further, BICAMERAL_MAX_INBOUND_CHARS)
 STATIC = {"htmx.min.js", "sse.js"}
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' "
@@ -47,7 +49,7 @@ def allowed_hosts(host: str) -> list[str]:
     return sorted({host, "localhost", "127.0.0.1"}) if host in loopback else [host]
 
 
-def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed) -> Starlette:
+def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: WebChannel) -> Starlette:
     origins = {f"http://{name}:{config.port}" for name in allowed_hosts(config.host)}
 
     def session_of(request: Request) -> Session | None:
@@ -82,27 +84,45 @@ def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed) -> Starle
         async def stream() -> AsyncIterator[str]:
             try:
                 yield ": connected\n\n"
-                while (line := await queue.get()) is not None and logins.session(cookie) is not None:
-                    yield f"event: line\ndata: {line_fragment(line)}\n\n"
+                while (event := await queue.get()) is not None and logins.session(cookie) is not None:
+                    name, html = event
+                    yield f"event: {name}\n" + "".join(f"data: {part}\n" for part in html.split("\n")) + "\n"
             finally:
                 feed.unsubscribe(queue)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"})
 
-    async def logout(request: Request) -> Response:
+    async def checked_form(request: Request, limit: int) -> tuple[Session, dict[str, list[str]]] | Response:
+        """A state-changing request: a session, our own Origin, a form under `limit` bytes with the CSRF token."""
         session = session_of(request)
         if session is None:
             return Response(status_code=401)
         origin = request.headers.get("origin")
         if origin is not None and origin not in origins:
             return Response("cross-origin request refused", status_code=403)
-        body = await _limited_body(request)
+        body = await _limited_body(request, limit)
         if body is None:
             return Response("request too large", status_code=413)
         form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
         given = form.get("csrf")
         if not same_token(given[0] if given else None, session.csrf):
             return Response("missing or wrong CSRF token", status_code=403)
+        return session, form
+
+    async def say(request: Request) -> Response:
+        checked = await checked_form(request, MAX_CHAT_BYTES)
+        if isinstance(checked, Response):
+            return checked
+        session, form = checked
+        text = (form.get("text") or [""])[0]
+        if not await chat.submit(text):
+            return Response("nothing to send", status_code=400)
+        return HTMLResponse(chat_form(session.csrf))
+
+    async def logout(request: Request) -> Response:
+        checked = await checked_form(request, MAX_FORM_BYTES)
+        if isinstance(checked, Response):
+            return checked
         logins.end(request.cookies[COOKIE])
         response = HTMLResponse(message_page("Logged out", NOT_LOGGED_IN))
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
@@ -117,7 +137,7 @@ def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed) -> Starle
 
     routes = [
         Route("/", home), Route("/events", events), Route("/login/{token}", login),
-        Route("/logout", logout, methods=["POST"]), Route("/static/{name}", static),
+        Route("/logout", logout, methods=["POST"]), Route("/chat", say, methods=["POST"]), Route("/static/{name}", static),
     ]
     middleware = [
         Middleware(_Headers),
@@ -126,14 +146,14 @@ def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed) -> Starle
     return Starlette(routes=routes, middleware=middleware)
 
 
-async def _limited_body(request: Request) -> bytes | None:
+async def _limited_body(request: Request, limit: int) -> bytes | None:
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_FORM_BYTES):
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
         return None
     body = b""
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_FORM_BYTES:
+        if len(body) > limit:
             return None
     return body
 

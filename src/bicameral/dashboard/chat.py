@@ -1,0 +1,84 @@
+"""The web chat: the dashboard's chat panel as a channel of its own, where whoever holds a dashboard session (the
+owner) talks to the assistant like at the terminal; replies reach every open page through the live stream."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+from bicameral.channels.base import InboundSink, OnEnd
+from bicameral.events import (
+    Action,
+    ActionResult,
+    Capabilities,
+    CommandMenu,
+    EditText,
+    Inbound,
+    Sender,
+    SendFile,
+    SendText,
+    chat_key,
+)
+from bicameral.text import normalize
+from bicameral.types import Clock
+
+WEB = "web"  # a trusted channel (events.TRUSTED_CHANNELS): only a dashboard session reaches it
+CHAT = chat_key(WEB, "owner")
+
+Publish = Callable[[str, str], None]
+"""(who, text): a chat message to show on every open page; `who` is "you" or the bot's name."""
+
+
+class WebChannel:
+    name = WEB
+    capabilities = Capabilities(max_text=100_000, typing=False, threads=False)
+
+    def __init__(self, bot_name: str, *, clock: Clock = time.time) -> None:
+        self._bot_name = bot_name
+        self._clock = clock
+        self._sink: InboundSink | None = None
+        self._ids = itertools.count(1)
+        self._user = Sender(id="owner", name="you")
+        self.publish: Publish = lambda who, text: None  # the dashboard's live stream, once it runs
+
+    def _next_id(self) -> str:
+        # Unique across restarts too: the store keeps (chat, message id) once.
+        return f"{int(self._clock() * 1000)}-{next(self._ids)}"
+
+    async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
+        self._sink = sink
+
+    async def stop(self) -> None:
+        self._sink = None
+
+    async def submit(self, text: str) -> bool:
+        """A message typed into the panel, handed to the gate like any channel's; False when not running."""
+        text = normalize(text).text.strip()
+        if self._sink is None or not text:
+            return False
+        self.publish("you", text)
+        await self._sink([Inbound(
+            channel=WEB, chat=CHAT, message_id=self._next_id(), sender=self._user, text=text, ts=self._clock(),
+            kind="command" if text.startswith("/") else "message",
+        )])
+        return True
+
+    async def perform(self, action: Action) -> ActionResult:
+        if isinstance(action, SendText):
+            choices = "".join(f"\n  {n}. {label}" for n, (label, _) in enumerate(action.buttons, 1))
+            self.publish(self._bot_name, action.text + choices)
+            return ActionResult(ok=True, message_ids=(self._next_id(),))
+        if isinstance(action, EditText):
+            self.publish(self._bot_name, f"(edited) {action.text}")
+        elif isinstance(action, SendFile):
+            self.publish(self._bot_name, f"[{action.kind}: {PurePosixPath(action.path).name}] {action.caption or ''}".strip())
+            return ActionResult(ok=True, message_ids=(self._next_id(),))
+        return ActionResult(ok=True)  # typing, reactions, deletions: nothing to show in the panel
+
+    async def fetch_attachments(self, inbound: Inbound) -> Inbound:
+        return inbound  # the panel sends text only
+
+    async def show_commands(self, menu: CommandMenu) -> None:
+        """No menu: /help lists them."""
