@@ -81,13 +81,17 @@ async def test_arguments_are_parsed_by_the_declared_types(tmp_path: Path) -> Non
 async def test_a_command_that_raises_or_hangs_answers_a_sentence_and_the_loop_goes_on(tmp_path: Path) -> None:
     raises = named(SHOUT, "fails").replace('return text.upper() + "!"', "raise RuntimeError(text)")
     spins = named(SHOUT, "spins").replace('return text.upper() + "!"', "while True:\n        pass")
-    for name, source in (("fails", raises), ("spins", spins)):
+    exits = named(SHOUT, "exits").replace('return text.upper() + "!"', "raise SystemExit(0)")
+    for name, source in (("fails", raises), ("spins", spins), ("exits", exits)):
         (tmp_path / f"{name}.py").write_text(source)
     commands = _commands(tmp_path, call_timeout_seconds=0.5)
     await commands.reload()
     assert await commands.run_typed("fails", "secret", CONTEXT) == (
         "I couldn't finish /fails: the command failed (the owner can find why in the log)."
     )
+    assert await commands.run_typed("exits", "x", CONTEXT) == (
+        "I couldn't finish /exits: the command failed (the owner can find why in the log)."
+    ), "a SystemExit in a command never reaches the assistant's loop"
     ticks = 0
 
     async def tick() -> None:

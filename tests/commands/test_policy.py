@@ -47,6 +47,15 @@ def _in_handler(expression: str) -> str:
         (HEAD + "for _ in iter(int, 1):\n    pass\n", "module level runs code at import (for)", 2),
         (HEAD + "print('loaded')\n", "module level runs code at import (expr)", 2),
         ("def f(:\n", "not valid Python", 1),
+        # An allowed module holding another: the environment (the bot token) through typing's sys, random's os.
+        (_in_handler("typing.sys.modules['os'].environ").replace(HEAD, HEAD + "import typing\n"), ".sys of typing", 7),
+        ("from typing import sys\n", "sys from typing is the module sys", 1),
+        ("from dataclasses import inspect\n", "inspect from dataclasses is the module inspect", 1),
+        ("import random\nX = random._os\n", "the attribute ._os is private", 2),
+        ("from random import _os\n", "importing _os from random is not allowed", 1),
+        ("import typing as t\nM = t\n", "the module typing may only be used as typing.name", 2),
+        ("from typing import get_type_hints\n", "importing get_type_hints from typing is not allowed", 1),
+        ("from math import *\n", "`import *` is not allowed", 1),
     ],
 )
 def test_each_way_out_is_refused_with_its_rule_and_line(source: str, rule: str, line: int) -> None:
@@ -56,6 +65,8 @@ def test_each_way_out_is_refused_with_its_rule_and_line(source: str, rule: str, 
 
 def test_a_plain_command_and_its_tests_pass() -> None:
     assert check_command(SHOUT) == []
+    fine = "import collections.abc\nimport json\nfrom collections import abc\nA = collections.abc.Mapping\nB = abc.Mapping\n"
+    assert check_command(fine + "C = json.decoder.JSONDecodeError\nD = json.loads('1')\n") == []
     assert check_tests(SHOUT_TESTS, "shout") == []
     assert check_tests("import pytest\nimport asyncio\nfrom shout import shout\n\n\ndef test_a():\n    pass\n", "shout") == []
 

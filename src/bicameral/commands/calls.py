@@ -134,8 +134,10 @@ def _in_thread(spec: CommandSpec, kwargs: dict[str, Any]) -> asyncio.Future[Any]
         try:
             result: Any = asyncio.run(spec.handler(**kwargs))
             error: BaseException | None = None
-        except BaseException as exc:  # handed to the caller's loop, which words it
+        except Exception as exc:  # handed to the caller's loop, which words it
             result, error = None, exc
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: never let them reach the caller's loop as such
+            result, error = None, RuntimeError(f"the command raised {type(exc).__name__}")
         with contextlib.suppress(RuntimeError):  # that loop closed meanwhile: nobody waits any more
             loop.call_soon_threadsafe(settle, result, error)
 

@@ -59,7 +59,7 @@ async def load_folder(
         if why is None:
             try:
                 spec = load_file(path)
-            except Exception as exc:  # a file edited by hand may fail any way at all
+            except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a file edited by hand may fail any way at all
                 why = f"{type(exc).__name__}: {exc}"
             else:
                 commands[spec.name] = spec

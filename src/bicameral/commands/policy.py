@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from dataclasses import dataclass
+from types import ModuleType
 
 # Pure standard-library modules: none reaches the file system, the network, processes or the interpreter's insides.
 ALLOWED_MODULES = frozenset({
@@ -79,6 +81,8 @@ def _check(source: str, filename: str, allowed: frozenset[str], *, test_of: str 
             found.append(Refusal(line, f"using {node.id}() is not allowed"))
         elif isinstance(node, ast.Attribute) and node.attr.startswith("__"):
             found.append(Refusal(line, f"the attribute .{node.attr} reaches the interpreter's insides"))
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            found.append(Refusal(line, f"the attribute .{node.attr} is private (`random._os` is the os module)"))
         elif isinstance(node, ast.Attribute) and (
             node.attr in _FORBIDDEN_ATTRIBUTES or node.attr.startswith(_FORBIDDEN_PREFIXES)
         ):
@@ -87,6 +91,7 @@ def _check(source: str, filename: str, allowed: frozenset[str], *, test_of: str 
             found.append(Refusal(line, "global and nonlocal are not allowed"))
         elif isinstance(node, ast.Delete) and test_of is not None:
             found.append(Refusal(line, "tests may not delete anything"))
+    found += _modules_reached(tree)
     if test_of is not None and not imports_command:
         found.append(Refusal(1, f"the tests must import the command module: `from {test_of} import ...`"))
     return sorted(set(found), key=lambda r: (r.line, r.rule))
@@ -97,3 +102,61 @@ def _module(name: str, allowed: frozenset[str], line: int) -> list[Refusal]:
     if name in allowed or name.split(".")[0] in allowed - {"bicameral"}:
         return []
     return [Refusal(line, f"importing {name} is not allowed (allowed: the pure standard library modules and bicameral.commands)")]
+
+
+def _allowed_name(module: str) -> bool:
+    return module in ALLOWED_MODULES or module.split(".")[0] in ALLOWED_MODULES - {"bicameral.commands"}
+
+
+def _modules_reached(tree: ast.Module) -> list[Refusal]:
+    """An allowed module holds others (`typing.sys`, `dataclasses.inspect`): each name or attribute that is a module
+    must be an allowed one, and a module is only ever used as `module.name` (never handed on, where `m.sys` would
+    go unseen). The allowed modules are imported here to look: they are pure standard library."""
+    bound: dict[str, ModuleType] = {}
+    found: list[Refusal] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if (module := _allowed_module(alias.name)) is not None:
+                    root = alias.name if alias.asname else alias.name.split(".")[0]
+                    bound[alias.asname or root] = importlib.import_module(root)
+        elif isinstance(node, ast.ImportFrom) and not node.level and (module := _allowed_module(node.module or "")):
+            for alias in node.names:
+                value = getattr(module, alias.name, None)
+                if alias.name == "*":
+                    found.append(Refusal(node.lineno, "`import *` is not allowed; name what you import"))
+                elif alias.name in _FORBIDDEN_ATTRIBUTES or alias.name.startswith("_"):
+                    found.append(Refusal(node.lineno, f"importing {alias.name} from {node.module} is not allowed"))
+                elif isinstance(value, ModuleType) and not _allowed_name(value.__name__):
+                    found.append(Refusal(node.lineno, f"{alias.name} from {node.module} is the module {value.__name__}"))
+                elif isinstance(value, ModuleType):
+                    bound[alias.asname or alias.name] = value
+    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Name | ast.Attribute):
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(base := _resolve(node.value, bound), ModuleType):
+            value = getattr(base, node.attr, None)
+            if isinstance(value, ModuleType) and not _allowed_name(value.__name__):
+                found.append(Refusal(node.lineno, f".{node.attr} of {base.__name__} is the module {value.__name__}"))
+                continue
+        if isinstance(module := _resolve(node, bound), ModuleType):
+            parent = parents.get(node)
+            if not (isinstance(parent, ast.Attribute) and parent.value is node):
+                found.append(Refusal(node.lineno, f"the module {module.__name__} may only be used as {module.__name__}.name"))
+    return found
+
+
+def _allowed_module(name: str) -> ModuleType | None:
+    """The allowlisted module of that name, imported; None for any other (refused elsewhere, never imported)."""
+    return importlib.import_module(name) if _allowed_name(name) and name != "__future__" else None
+
+
+def _resolve(node: ast.expr, bound: dict[str, ModuleType]) -> ModuleType | None:
+    """The module an expression names (`typing`, `collections.abc`), or None."""
+    if isinstance(node, ast.Name):
+        return bound.get(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(base := _resolve(node.value, bound), ModuleType):
+        value = getattr(base, node.attr, None)
+        return value if isinstance(value, ModuleType) and _allowed_name(value.__name__) else None
+    return None
