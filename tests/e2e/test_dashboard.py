@@ -174,3 +174,13 @@ async def test_a_page_that_never_reads_its_stream_is_cut_off_and_holds_nothing_u
                 reading.get_nowait()
     assert feed.subscribers == 1  # the stuck page is gone, the reading one stays
     assert stuck.get_nowait() is None  # its stream ends
+
+
+async def test_bound_to_every_address_it_answers_the_loopback_names_only(telegram, models, start_bot):
+    app = await start_bot(dashboard_port=0, dashboard_host="0.0.0.0")
+    assert app.dashboard.base_url.startswith("http://127.0.0.1:")
+    async with httpx.AsyncClient(base_url=app.dashboard.base_url) as client:
+        port = app.dashboard.port
+        assert (await client.get("/", headers={"host": f"localhost:{port}"})).status_code == 401  # answered
+        assert (await client.get("/", headers={"host": f"0.0.0.0:{port}"})).status_code == 400
+        assert (await client.get("/", headers={"host": f"rebound.example:{port}"})).status_code == 400

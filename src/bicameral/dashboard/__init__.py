@@ -15,7 +15,7 @@ from bicameral.dashboard.auth import Logins
 from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.command import dashboard_command
 from bicameral.dashboard.feed import LiveFeed
-from bicameral.dashboard.server import DashboardConfig, build_app
+from bicameral.dashboard.server import EVERY_ADDRESS, DashboardConfig, build_app
 from bicameral.types import Clock
 
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ class Dashboard:
 
     @property
     def base_url(self) -> str:
-        host = f"[{self.config.host}]" if ":" in self.config.host else self.config.host
+        host = "127.0.0.1" if self.config.host in EVERY_ADDRESS else self.config.host
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
 
     @property

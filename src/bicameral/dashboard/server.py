@@ -43,10 +43,16 @@ class DashboardConfig:
     bot_name: str
 
 
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+EVERY_ADDRESS = frozenset({"0.0.0.0", "::"})  # a container's: its port published on the host's loopback
+
+
 def allowed_hosts(host: str) -> list[str]:
-    """The names a browser may use for us: the bound address, and `localhost` when that is the loopback."""
-    loopback = {"127.0.0.1", "::1", "localhost"}
-    return sorted({host, "localhost", "127.0.0.1"}) if host in loopback else [host]
+    """The names a browser may use for us: the bound address, and `localhost` when that is the loopback (or every
+    address). Any other name, such as a DNS-rebinding attacker's own, is refused."""
+    if host in LOOPBACK or host in EVERY_ADDRESS:
+        return sorted({"localhost", "127.0.0.1"} | ({host} if host in LOOPBACK else set()))
+    return [host]
 
 
 def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: WebChannel) -> Starlette:
