@@ -35,7 +35,7 @@ MAY_START_PROCESSES = {
     "claude_code/process.py": "the claude CLI",
     "web/extract.py": "our own extraction worker, under limits, for web_fetch's HTML and PDF",
     "media/whisper_local.py": "our own offline transcription worker, killed past its time limit or when idle",
-    "commands/loader.py": "our own import probe of a command file, with no environment, killed past its time limit",
+    "commands/process.py": "a command's own child process (no environment, CPU and memory limits), killed past its time",
     "commands/history.py": "git, in the commands folder's own repository",
 }
 

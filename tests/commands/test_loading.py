@@ -103,7 +103,36 @@ async def test_a_command_that_raises_or_hangs_answers_a_sentence_and_the_loop_go
     ticker = asyncio.create_task(tick())
     assert await commands.run_typed("spins", "x", CONTEXT) == "I stopped /spins: it was still running after 0.5 s."
     ticker.cancel()
-    assert ticks > 5, "a handler that never yields holds its own thread, not the event loop"
+    assert ticks > 5, "a handler that never yields holds its own process, not the event loop"
+
+
+async def test_a_command_that_holds_the_interpreter_or_eats_memory_holds_only_its_child(tmp_path: Path) -> None:
+    """A catastrophic regex never releases the GIL, and a huge list would take the host's memory: in the assistant
+    either would stall or kill everything; in the command's child one is stopped at the time limit, the other at 512 MiB."""
+    greedy = named(SHOUT, "greedy").replace('return text.upper() + "!"', 'return str(re.match("(a+)+$", "a" * 64 + "b"))')
+    greedy = greedy.replace("from bicameral", "import re\n\nfrom bicameral")
+    hungry = named(SHOUT, "hungry").replace('return text.upper() + "!"', 'return str(len([0] * (10 ** 10)))')
+    noisy = named(SHOUT, "noisy").replace('return text.upper() + "!"', 'print("not an answer")\n    return "quiet"')
+    for name, source in (("greedy", greedy), ("hungry", hungry), ("noisy", noisy)):
+        (tmp_path / f"{name}.py").write_text(source)
+    commands = _commands(tmp_path, call_timeout_seconds=1.0)
+    assert sorted((await commands.reload()).commands) == ["greedy", "hungry", "noisy"]
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    ticker = asyncio.create_task(tick())
+    assert await commands.run_typed("greedy", "x", CONTEXT) == "I stopped /greedy: it was still running after 1 s."
+    ticker.cancel()
+    assert ticks > 10, "the assistant's loop ran on meanwhile"
+    assert await commands.run_typed("hungry", "x", CONTEXT) == (
+        "I couldn't finish /hungry: the command failed (the owner can find why in the log)."
+    )
+    assert await commands.run_typed("noisy", "x", CONTEXT) == "quiet", "what a command prints is not its answer"
 
 
 async def test_a_reload_swaps_the_set_and_a_call_under_way_keeps_its_own(tmp_path: Path) -> None:

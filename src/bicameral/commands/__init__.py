@@ -33,9 +33,10 @@ class CommandSpec:
     name: str
     description: str
     params: tuple[Param, ...]
-    handler: Handler
+    handler: Handler | None  # None in the assistant: it knows a command by its file, and only its child runs it
     takes_context: bool
     capabilities: tuple[str, ...] = ()
+    path: str = ""  # the file it was declared in, as the assistant loaded it
 
 
 @dataclass(frozen=True)

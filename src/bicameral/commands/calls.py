@@ -1,17 +1,15 @@
-"""Calling a command: its arguments parsed from what was typed by the declared types, a time limit, failures as sentences."""
+"""Calling a command: its arguments parsed by the declared types, run in its child process, failures as sentences."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import shlex
-import threading
-from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from bicameral.commands import PARAM_TYPES, CommandContext, CommandSpec, Fetch, Param
-from bicameral.failures import failure_detail, owner_command_failed, owner_command_timed_out
+from bicameral.commands.process import ChildFailed, ChildTimedOut, ask
+from bicameral.failures import owner_command_failed, owner_command_timed_out
 
 log = logging.getLogger(__name__)
 _TRUE = {"true", "yes", "on", "1", "y"}
@@ -93,62 +91,24 @@ def schema(spec: CommandSpec) -> dict[str, Any]:
 async def call(
     spec: CommandSpec, arguments: dict[str, Any], context: CommandContext, *, timeout: float, fetch: Fetch | None = None
 ) -> tuple[str, bool]:
-    """Run the handler under `timeout`: (its answer as text, True) or (a sentence saying it failed, False). A command
-    granted `network` gets `fetch` in its context, run on this loop (the handler's own loop only waits for it)."""
-    kwargs = dict(arguments)
-    if "network" in spec.capabilities and fetch is not None:
-        context = replace(context, fetch=_bridge(fetch, asyncio.get_running_loop()))
-    if spec.takes_context:
-        kwargs["context"] = context
+    """Run the command in a child process of its own under `timeout`: (its answer as text, True) or (a sentence saying
+    it failed, False). A command granted `network` may ask for pages; `fetch` gets them here."""
+    who = {"sender_id": context.sender_id, "sender_name": context.sender_name, "chat": context.chat,
+           "channel": context.channel, "is_owner": context.is_owner}
+    granted = fetch if "network" in spec.capabilities else None
     try:
-        answer = await asyncio.wait_for(_in_thread(spec, kwargs), timeout)
-    except TimeoutError:
-        log.warning("command /%s in %s ran past %.0f s and was stopped", spec.name, context.chat, timeout)
+        answer = await ask(Path(spec.path), {"mode": "call", "arguments": arguments, "context": who},
+                           timeout=timeout, fetch=granted)
+    except ChildTimedOut:
+        log.warning("command /%s in %s ran past %g s and was stopped", spec.name, context.chat, timeout)
         return owner_command_timed_out(spec.name, timeout), False
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # the owner's code must not take a turn, or the process, down
-        log.error("command /%s in %s raised: %s", spec.name, context.chat, failure_detail(exc))
+    except ChildFailed as exc:
+        log.error("command /%s in %s failed: %s", spec.name, context.chat, exc)
         return owner_command_failed(spec.name), False
-    text = "" if answer is None else str(answer)
+    if "error" in answer or "result" not in answer:
+        log.error("command /%s in %s raised: %s", spec.name, context.chat, str(answer.get("error"))[:2000])
+        return owner_command_failed(spec.name), False
+    text = "" if answer["result"] is None else str(answer["result"])
     if len(text) > MAX_ANSWER_CHARS:
         text = text[:MAX_ANSWER_CHARS] + "…"
     return text or "Done.", True
-
-
-def _in_thread(spec: CommandSpec, kwargs: dict[str, Any]) -> asyncio.Future[Any]:
-    """Run the handler on a loop of its own in a daemon thread: one that never yields (a `while True` with no await)
-    then holds only that thread, and the time limit still answers here."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[Any] = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if done.done():
-            return  # given up on at its time limit
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(result)
-
-    def work() -> None:
-        try:
-            result: Any = asyncio.run(spec.handler(**kwargs))
-            error: BaseException | None = None
-        except Exception as exc:  # handed to the caller's loop, which words it
-            result, error = None, exc
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt: never let them reach the caller's loop as such
-            result, error = None, RuntimeError(f"the command raised {type(exc).__name__}")
-        with contextlib.suppress(RuntimeError):  # that loop closed meanwhile: nobody waits any more
-            loop.call_soon_threadsafe(settle, result, error)
-
-    threading.Thread(target=work, name=f"command:{spec.name}", daemon=True).start()
-    return done
-
-
-def _bridge(fetch: Fetch, loop: asyncio.AbstractEventLoop) -> Fetch:
-    """`fetch` callable from the handler's loop: the request runs on `loop`, where the fetcher and its client live."""
-
-    async def bridged(url: str) -> str:
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fetch(url), loop))
-
-    return bridged

@@ -11,7 +11,8 @@ from pathlib import Path
 from bicameral.commands import CommandContext, Fetch
 from bicameral.commands.calls import BadArguments, call, parse_typed
 from bicameral.commands.history import CommandHistory, Git, run_git
-from bicameral.commands.loader import CommandSet, Spawn, load_folder
+from bicameral.commands.loader import CommandSet, load_folder
+from bicameral.commands.process import Spawn
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,7 @@ class Commands:
     async def reload(self) -> CommandSet:
         """Load the folder again and swap the result in."""
         timeout = self.config.import_timeout_seconds
-        if self._spawn is not None:
-            loaded = await load_folder(self.folder, reserved=self.reserved(), import_timeout=timeout, spawn=self._spawn)
-        else:
-            loaded = await load_folder(self.folder, reserved=self.reserved(), import_timeout=timeout)
+        loaded = await load_folder(self.folder, reserved=self.reserved(), import_timeout=timeout, spawn=self._spawn)
         self.current = loaded
         log.info("commands loaded: %s", ", ".join(sorted(loaded.commands)) or "none")
         self.reloaded.set()

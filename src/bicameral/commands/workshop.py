@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass
 
 from bicameral.commands.history import HistoryError
-from bicameral.commands.loader import probe_import
+from bicameral.commands.loader import describe_file
 from bicameral.commands.policy import check_command, check_tests
 from bicameral.commands.registry import Commands
 from bicameral.commands.trial import TrialResult, run_tests
@@ -66,9 +66,10 @@ class Workshop:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name}.py").write_text(code, encoding="utf-8")
         (folder / f"test_{name}.py").write_text(tests, encoding="utf-8")
-        if why := await probe_import(folder / f"{name}.py", self.commands.config.import_timeout_seconds):
+        found = await describe_file(folder / f"{name}.py", self.commands.config.import_timeout_seconds)
+        if isinstance(found, str):
             self._discard(name)
-            raise Refused(f"it cannot be loaded: {why}")
+            raise Refused(f"it cannot be loaded: {found}")
         commit = await self._commit(name, request or f"{'change' if replace else 'add'} /{name}: {description}")
         self.commands.reload_after_reply()
         return Done(f"/{name} passed its tests in the sandbox ({_summary(result.report)}) and is committed ({commit}); "

@@ -1,0 +1,73 @@
+"""Run as `python -I -m bicameral.commands.child` with no environment: loads one command file, then describes or calls
+it, speaking JSON lines (a request in on stdin; `fetch` asks and the answer out on the saved stdout)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+from typing import IO, Any
+
+import bicameral.commands as declaring
+from bicameral.commands import CommandContext, CommandSpec
+
+_OUT: IO[str] = sys.stdout
+
+
+def _send(message: dict[str, Any]) -> None:
+    _OUT.write(json.dumps(message) + "\n")
+    _OUT.flush()
+
+
+def _load(path: str, module_name: str) -> list[CommandSpec]:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(declaring.declared)
+
+
+def _describe(spec: CommandSpec) -> dict[str, Any]:
+    params = [[p.name, p.type.__name__, p.description, p.required] for p in spec.params]
+    return {"name": spec.name, "description": spec.description, "params": params,
+            "capabilities": list(spec.capabilities), "takes_context": spec.takes_context}
+
+
+async def _fetch(url: str) -> str:
+    """`context.fetch`: asked of the assistant, which fetches under web_fetch's rules and answers on stdin."""
+    _send({"fetch": url})
+    line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    answer = json.loads(line or "{}")
+    if "text" not in answer:
+        raise ValueError(answer.get("error", "no answer to the fetch"))
+    return str(answer["text"])
+
+
+async def _call(spec: CommandSpec, request: dict[str, Any]) -> Any:
+    kwargs = dict(request["arguments"])
+    if spec.takes_context:
+        granted = "network" in spec.capabilities and request.get("fetch", False)
+        kwargs["context"] = CommandContext(**request["context"], fetch=_fetch if granted else None)
+    assert spec.handler is not None
+    return await spec.handler(**kwargs)
+
+
+def main() -> None:
+    global _OUT
+    _OUT, sys.stdout = sys.stdout, sys.stderr  # what the command prints never mixes with the answers
+    request = json.loads(sys.stdin.readline())
+    try:
+        found = _load(request["path"], request["module"])
+        if request["mode"] == "describe":
+            _send({"declared": [_describe(s) for s in found]})
+            return
+        result = asyncio.run(_call(found[0], request))
+        _send({"result": None if result is None else str(result)})
+    except BaseException as exc:  # the parent words it; nothing here outlives this process
+        _send({"error": f"{type(exc).__name__}: {exc}"})
+
+
+if __name__ == "__main__":
+    main()
