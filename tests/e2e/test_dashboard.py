@@ -184,3 +184,15 @@ async def test_bound_to_every_address_it_answers_the_loopback_names_only(telegra
         assert (await client.get("/", headers={"host": f"localhost:{port}"})).status_code == 401  # answered
         assert (await client.get("/", headers={"host": f"0.0.0.0:{port}"})).status_code == 400
         assert (await client.get("/", headers={"host": f"rebound.example:{port}"})).status_code == 400
+
+
+async def test_the_status_page_shows_health_audit_and_cost_to_the_owner_only(telegram, models, start_bot):
+    app = await start_bot(dashboard_port=0)
+    async with httpx.AsyncClient(base_url=app.dashboard.base_url) as client:
+        refused = await client.get("/status")
+        assert refused.status_code == 401 and "Health at" not in refused.text
+        await logged_in(telegram, client)
+        page = (await client.get("/status")).text
+    assert "Health at" in page and "uptime" in page  # /health's figures
+    assert "Refused by the access policy" in page and "Last backup:" in page  # /audit's
+    assert "/cost" in page

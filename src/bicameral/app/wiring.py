@@ -205,7 +205,7 @@ class App:
         )
         if self.dashboard is not None:
             await self.dashboard.start()
-            self.console.add([self.dashboard.command()])
+            self.dashboard.attach(self.console)
         await load_beside(self.commands, self.console)
         # What the gate hands stored messages to, and what a restart replays through: presses and answers taken
         # out by the steps they belong to (questions, approvals, caps), the rest to the console.

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bicameral.console.desk import OwnerCommand
+from bicameral.console.desk import Console, OwnerCommand
 from bicameral.dashboard.auth import Logins
 from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.command import dashboard_command
@@ -39,6 +39,7 @@ class Dashboard:
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
         self.port = config.port
+        self._console: Console | None = None
 
     @property
     def base_url(self) -> str:
@@ -54,6 +55,14 @@ class Dashboard:
     def command(self) -> OwnerCommand:
         return dashboard_command(self.logins, self.base_url, self._end_streams)
 
+    def attach(self, console: Console) -> None:
+        """Add /dashboard to the console, whose reports the status page shows."""
+        self._console = console
+        console.add([self.command()])
+
+    def _owner_commands(self) -> tuple[OwnerCommand, ...]:
+        return self._console.owner_commands if self._console is not None else ()
+
     async def start(self) -> None:
         import uvicorn
 
@@ -65,7 +74,8 @@ class Dashboard:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.config.host, self.config.port))  # bound before start returns: the link works at once
         self.port = sock.getsockname()[1]
-        app = build_app(DashboardConfig(self.config.host, self.port, self.config.bot_name), self.logins, self._feed, self.channel)
+        config = DashboardConfig(self.config.host, self.port, self.config.bot_name)
+        app = build_app(config, self.logins, self._feed, self.channel, self._owner_commands)
         server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                                timeout_graceful_shutdown=2))
         self._server = server

@@ -30,7 +30,7 @@ header {{ display: flex; justify-content: space-between; align-items: center; }}
 
 def live_page(bot_name: str, csrf: str) -> str:
     """Live turns (each transcript line appended as it happens) and the web chat panel, both fed by one event stream."""
-    body = f"""<header><h1>{escape(bot_name)}: live</h1>
+    body = f"""<header><h1>{escape(bot_name)}: live</h1><a href="/status">Status</a>
 <form method="post" action="/logout"><input type="hidden" name="csrf" value="{escape(csrf)}">
 <button type="submit">Log out</button></form></header>
 <div hx-ext="sse" sse-connect="/events" class="panes">
@@ -65,3 +65,10 @@ def line_fragment(line: str) -> str:
 
 def message_page(title: str, text: str) -> str:
     return PAGE.format(title=escape(title), body=f"<h1>{escape(title)}</h1><p>{escape(text)}</p>")
+
+
+def status_page(bot_name: str, sections: list[tuple[str, str]]) -> str:
+    """/health, /audit and /cost as the owner would get them in a chat, one block each."""
+    blocks = "".join(f"<section><h2>{escape(title)}</h2><pre>{escape(text)}</pre></section>" for title, text in sections)
+    body = f'<header><h1>{escape(bot_name)}: status</h1><a href="/">Live</a></header>{blocks}'
+    return PAGE.format(title=f"{escape(bot_name)} status", body=body)

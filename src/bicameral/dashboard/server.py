@@ -3,7 +3,7 @@ its event stream, logout with a CSRF token. Without a session no page or endpoin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from urllib.parse import parse_qs
@@ -16,10 +16,12 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from bicameral.console.desk import OwnerCommand
 from bicameral.dashboard.auth import SESSION_SECONDS, Logins, Session, same_token
 from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.feed import LiveFeed
-from bicameral.dashboard.pages import chat_form, live_page, message_page
+from bicameral.dashboard.pages import chat_form, live_page, message_page, status_page
+from bicameral.dashboard.status import status_sections
 
 COOKIE = "bicameral_session"
 MAX_FORM_BYTES = 4096  # the logout form is one field; anything larger is refused before it is read whole
@@ -55,7 +57,10 @@ def allowed_hosts(host: str) -> list[str]:
     return [host]
 
 
-def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: WebChannel) -> Starlette:
+def build_app(
+    config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: WebChannel,
+    commands: Callable[[], Sequence[OwnerCommand]],
+) -> Starlette:
     origins = {f"http://{name}:{config.port}" for name in allowed_hosts(config.host)}
 
     def session_of(request: Request) -> Session | None:
@@ -80,6 +85,11 @@ def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: Web
         if session is None:
             return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
         return HTMLResponse(live_page(config.bot_name, session.csrf))
+
+    async def status(request: Request) -> Response:
+        if session_of(request) is None:
+            return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
+        return HTMLResponse(status_page(config.bot_name, await status_sections(commands)))
 
     async def events(request: Request) -> Response:
         if session_of(request) is None:
@@ -142,7 +152,7 @@ def build_app(config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: Web
         return Response(body, media_type="text/javascript", headers={"cache-control": "max-age=86400"})
 
     routes = [
-        Route("/", home), Route("/events", events), Route("/login/{token}", login),
+        Route("/", home), Route("/status", status), Route("/events", events), Route("/login/{token}", login),
         Route("/logout", logout, methods=["POST"]), Route("/chat", say, methods=["POST"]), Route("/static/{name}", static),
     ]
     middleware = [
