@@ -196,3 +196,22 @@ async def test_the_status_page_shows_health_audit_and_cost_to_the_owner_only(tel
     assert "Health at" in page and "uptime" in page  # /health's figures
     assert "Refused by the access policy" in page and "Last backup:" in page  # /audit's
     assert "/cost" in page
+
+
+async def test_the_memory_page_shows_the_files_and_no_name_leads_outside(telegram, models, start_bot, tmp_path):
+    app = await start_bot(dashboard_port=0)
+    memory = app.settings.data_dir / "memory"
+    (memory / "chats").mkdir(parents=True, exist_ok=True)
+    (memory / "chats" / "owner.md").write_text("- likes <b>tea</b>\n")
+    (tmp_path / "secret.md").write_text("outside the memory folder\n")
+    (memory / "link.md").symlink_to(tmp_path / "secret.md")
+    async with httpx.AsyncClient(base_url=app.dashboard.base_url) as client:
+        assert (await client.get("/memory", params={"name": "chats/owner.md"})).status_code == 401
+        await logged_in(telegram, client)
+        listing = (await client.get("/memory")).text
+        assert "chats/owner.md" in listing and "link.md" not in listing
+        shown = await client.get("/memory", params={"name": "chats/owner.md"})
+        assert shown.status_code == 200 and "likes &lt;b&gt;tea&lt;/b&gt;" in shown.text
+        for name in ("../secret.md", "link.md", str(tmp_path / "secret.md"), "chats/../../secret.md", "chats/%2e%2e/x"):
+            refused = await client.get("/memory", params={"name": name})
+            assert refused.status_code == 404 and "outside the memory folder" not in refused.text, name

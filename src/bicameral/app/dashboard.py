@@ -17,5 +17,5 @@ def dashboard_for(settings: Settings, redact: Callable[[str], str], clock: Clock
         return None
     from bicameral.dashboard import Dashboard, DashboardConfig
 
-    config = DashboardConfig(settings.dashboard_host, settings.dashboard_port, settings.bot_name)
+    config = DashboardConfig(settings.dashboard_host, settings.dashboard_port, settings.bot_name, settings.data_dir / "memory")
     return Dashboard(config, redact, clock=clock)

@@ -74,7 +74,7 @@ class Dashboard:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.config.host, self.config.port))  # bound before start returns: the link works at once
         self.port = sock.getsockname()[1]
-        config = DashboardConfig(self.config.host, self.port, self.config.bot_name)
+        config = DashboardConfig(self.config.host, self.port, self.config.bot_name, self.config.memory_dir)
         app = build_app(config, self.logins, self._feed, self.channel, self._owner_commands)
         server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                                timeout_graceful_shutdown=2))

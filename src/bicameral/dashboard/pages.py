@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import quote
 
 PAGE = """<!doctype html>
 <html lang="en">
@@ -30,7 +31,7 @@ header {{ display: flex; justify-content: space-between; align-items: center; }}
 
 def live_page(bot_name: str, csrf: str) -> str:
     """Live turns (each transcript line appended as it happens) and the web chat panel, both fed by one event stream."""
-    body = f"""<header><h1>{escape(bot_name)}: live</h1><a href="/status">Status</a>
+    body = f"""<header><h1>{escape(bot_name)}: live</h1><nav><a href="/status">Status</a> <a href="/memory">Memory</a></nav>
 <form method="post" action="/logout"><input type="hidden" name="csrf" value="{escape(csrf)}">
 <button type="submit">Log out</button></form></header>
 <div hx-ext="sse" sse-connect="/events" class="panes">
@@ -72,3 +73,12 @@ def status_page(bot_name: str, sections: list[tuple[str, str]]) -> str:
     blocks = "".join(f"<section><h2>{escape(title)}</h2><pre>{escape(text)}</pre></section>" for title, text in sections)
     body = f'<header><h1>{escape(bot_name)}: status</h1><a href="/">Live</a></header>{blocks}'
     return PAGE.format(title=f"{escape(bot_name)} status", body=body)
+
+
+def memory_page(bot_name: str, names: list[str], shown: tuple[str, str] | None) -> str:
+    """The memory files by name, each a link; the chosen one's text below, as text."""
+    links = "".join(f'<li><a href="/memory?name={quote(name)}">{escape(name)}</a></li>' for name in names)
+    chosen = "" if shown is None else f"<h2>{escape(shown[0])}</h2><pre>{escape(shown[1])}</pre>"
+    body = (f'<header><h1>{escape(bot_name)}: memory</h1><a href="/">Live</a></header>'
+            f"<ul>{links or '<li>no memory files yet</li>'}</ul>{chosen}")
+    return PAGE.format(title=f"{escape(bot_name)} memory", body=body)

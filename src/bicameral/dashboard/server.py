@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
@@ -20,7 +21,8 @@ from bicameral.console.desk import OwnerCommand
 from bicameral.dashboard.auth import SESSION_SECONDS, Logins, Session, same_token
 from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.feed import LiveFeed
-from bicameral.dashboard.pages import chat_form, live_page, message_page, status_page
+from bicameral.dashboard.memory_view import memory_names, memory_text
+from bicameral.dashboard.pages import chat_form, live_page, memory_page, message_page, status_page
 from bicameral.dashboard.status import status_sections
 
 COOKIE = "bicameral_session"
@@ -43,6 +45,7 @@ class DashboardConfig:
     host: str
     port: int
     bot_name: str
+    memory_dir: Path | None = None
 
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -90,6 +93,16 @@ def build_app(
         if session_of(request) is None:
             return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
         return HTMLResponse(status_page(config.bot_name, await status_sections(commands)))
+
+    async def memory(request: Request) -> Response:
+        if session_of(request) is None:
+            return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
+        name = request.query_params.get("name")
+        text = None if name is None else memory_text(config.memory_dir, name)
+        if name is not None and text is None:
+            return HTMLResponse(message_page("No such memory file", "Pick one from the list."), status_code=404)
+        shown = None if name is None or text is None else (name, text)
+        return HTMLResponse(memory_page(config.bot_name, memory_names(config.memory_dir), shown))
 
     async def events(request: Request) -> Response:
         if session_of(request) is None:
@@ -152,7 +165,8 @@ def build_app(
         return Response(body, media_type="text/javascript", headers={"cache-control": "max-age=86400"})
 
     routes = [
-        Route("/", home), Route("/status", status), Route("/events", events), Route("/login/{token}", login),
+        Route("/", home), Route("/status", status), Route("/memory", memory), Route("/events", events),
+        Route("/login/{token}", login),
         Route("/logout", logout, methods=["POST"]), Route("/chat", say, methods=["POST"]), Route("/static/{name}", static),
     ]
     middleware = [
