@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 from tests.e2e.test_process import OPENAI_KEY, BotProcess, clean_env, run_cli
 from tests.fakes.model_server import Reply
@@ -27,6 +28,7 @@ def matrix_env(tmp_path, synapse, bot, models, **extra) -> dict[str, str]:
     return clean_env(**{**values, **extra})
 
 
+@pytest.mark.timeout(240)
 async def test_run_serves_matrix_alone_and_a_revoked_token_exits_1(tmp_path, synapse, matrix_user, human, models):
     models.responder(lambda request: Reply(text="from the process"))
     bot, ann = matrix_user("bot"), human("ann")
@@ -46,10 +48,11 @@ async def test_run_serves_matrix_alone_and_a_revoked_token_exits_1(tmp_path, syn
         assert "M_UNKNOWN_TOKEN" in process.output() and token not in process.output()
 
 
+@pytest.mark.timeout(240)
 def test_a_wrong_password_exits_2_with_one_line(tmp_path, synapse, matrix_user, models):
     bot = matrix_user("bot")
     env = matrix_env(tmp_path, synapse, bot, models, BICAMERAL_MATRIX_PASSWORD="not-the-password")
-    result = run_cli(tmp_path, env, "run", timeout=60)
+    result = run_cli(tmp_path, env, "run", timeout=180)  # a whole start on a machine that may be busy
     assert result.returncode == 2
     assert "check BICAMERAL_MATRIX_USER_ID and BICAMERAL_MATRIX_PASSWORD" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout and "not-the-password" not in result.stderr + result.stdout
