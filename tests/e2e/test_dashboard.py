@@ -11,9 +11,10 @@ import re
 import httpx
 import pytest
 
-from bicameral.dashboard.auth import LINK_SECONDS, Logins
+from bicameral.dashboard.auth import LINK_SECONDS, SESSION_SECONDS, Logins
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
+from tests.support.access import write_access
 from tests.support.chat import eventually
 
 
@@ -120,7 +121,9 @@ async def test_logout_needs_the_csrf_token_from_our_own_origin_and_a_small_form(
         client.cookies.clear()
 
 
-async def test_logout_all_ends_every_session_and_a_group_gets_no_link(telegram, models, start_bot):
+async def test_logout_all_ends_every_session_and_a_group_gets_no_link(telegram, models, start_bot, make_settings):
+    group = -100300
+    write_access(make_settings(), policy="allowlist", allowed_chats=[group])
     app = await start_bot(dashboard_port=0)
     async with httpx.AsyncClient(base_url=app.dashboard.base_url) as client:
         cookie = await logged_in(telegram, client)
@@ -128,6 +131,18 @@ async def test_logout_all_ends_every_session_and_a_group_gets_no_link(telegram, 
         await eventually(lambda: "Ended 1 dashboard session" in telegram.sent_messages(OWNER)[-1]["text"], "logout-all")
         client.cookies.set("bicameral_session", cookie)
         assert (await client.get("/")).status_code == 401
+    telegram.user_sends(group, "/dashboard", user_id=OWNER, chat_type="supergroup", chat_title="Team")
+    answer = (await telegram.await_sent(group, 1))[0]["text"]
+    assert "private chat" in answer and "/login/" not in answer
+
+
+def test_a_session_ends_after_twelve_hours():
+    now = [1000.0]
+    logins = Logins(clock=lambda: now[0])
+    cookie, _ = logins.redeem(logins.new_link_token()) or ("", None)
+    assert logins.session(cookie) is not None
+    now[0] += SESSION_SECONDS + 1
+    assert logins.session(cookie) is None
 
 
 def test_a_link_expires_after_ten_minutes():
