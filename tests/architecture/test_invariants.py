@@ -28,6 +28,7 @@ MAY_WRITE_FILES = {
     "backup/": "backups of the data dir and their restore, its instance id, the lock a running assistant holds",
     "commands/trial.py": "a temporary copy of the commands folder, the workspace a command's tests run in",
     "commands/workshop.py": "the owner's command files in <data>/commands, written only after their checks passed",
+    "commands/process.py": "a copy of one command file in a temporary folder, the only file its bubblewrap shows it",
 }
 # The only modules that start processes: bubblewrap for `run`, and the Claude Code CLI.
 MAY_START_PROCESSES = {

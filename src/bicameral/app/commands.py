@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from bicameral.commands import CommandSpec, Fetch
 from bicameral.commands.calls import usage
 from bicameral.commands.registry import Commands, CommandsConfig
-from bicameral.commands.trial import trial_sandbox
+from bicameral.commands.trial import confinement, trial_sandbox
 from bicameral.commands.workshop import Workshop
 from bicameral.config import Settings
 from bicameral.console.desk import MEMBER_COMMANDS, Console
@@ -15,6 +16,8 @@ from bicameral.tools.base import Tool
 from bicameral.tools.commands import command_tools, workshop_tools
 from bicameral.web.address import AddressRefused, allowance_policy
 from bicameral.web.fetch import FetchFailed, FetchLimits, WebFetcher
+
+log = logging.getLogger(__name__)
 
 
 def commands_config(settings: Settings) -> CommandsConfig:
@@ -60,6 +63,12 @@ async def load_beside(commands: Commands, console: Console) -> None:
     """No command may take a built-in command's name (the lanes' and the console's, /start too): then load them."""
     builtin = frozenset(c.name for c in MEMBER_COMMANDS) | {"start"}
     commands.reserved = lambda: builtin | console.names
+    found = await confinement(commands.config.bwrap)
+    if isinstance(found, str):
+        log.warning("the owner's commands run outside bubblewrap: %s", found)
+        commands.unconfined = found
+    else:
+        commands.confinement = found
     await commands.reload()
     console.more_commands = lambda: [
         (usage(spec).splitlines()[0], spec.description) for spec in sorted(commands.current.commands.values(), key=_name)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bicameral.commands import PARAM_TYPES, CommandContext, CommandSpec, Fetch, Param
-from bicameral.commands.process import ChildFailed, ChildTimedOut, ask
+from bicameral.commands.process import ChildFailed, ChildTimedOut, Confinement, ask
 from bicameral.failures import owner_command_failed, owner_command_timed_out
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,8 @@ def schema(spec: CommandSpec) -> dict[str, Any]:
 
 
 async def call(
-    spec: CommandSpec, arguments: dict[str, Any], context: CommandContext, *, timeout: float, fetch: Fetch | None = None
+    spec: CommandSpec, arguments: dict[str, Any], context: CommandContext, *, timeout: float, fetch: Fetch | None = None,
+    confinement: Confinement | None = None,
 ) -> tuple[str, bool]:
     """Run the command in a child process of its own under `timeout`: (its answer as text, True) or (a sentence saying
     it failed, False). A command granted `network` may ask for pages; `fetch` gets them here."""
@@ -98,7 +99,7 @@ async def call(
     granted = fetch if "network" in spec.capabilities else None
     try:
         answer = await ask(Path(spec.path), {"mode": "call", "arguments": arguments, "context": who},
-                           timeout=timeout, fetch=granted)
+                           timeout=timeout, fetch=granted, confinement=confinement)
     except ChildTimedOut:
         log.warning("command /%s in %s ran past %g s and was stopped", spec.name, context.chat, timeout)
         return owner_command_timed_out(spec.name, timeout), False

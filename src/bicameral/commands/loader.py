@@ -10,7 +10,7 @@ from typing import Any
 
 from bicameral.commands import CommandSpec, Param
 from bicameral.commands.policy import check_command
-from bicameral.commands.process import ChildFailed, ChildTimedOut, Spawn, ask
+from bicameral.commands.process import ChildFailed, ChildTimedOut, Confinement, Spawn, ask
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,12 @@ def command_files(folder: Path) -> list[Path]:
 
 
 async def load_folder(
-    folder: Path, *, reserved: frozenset[str], import_timeout: float, spawn: Spawn | None = None
+    folder: Path, *, reserved: frozenset[str], import_timeout: float, spawn: Spawn | None = None,
+    confinement: Confinement | None = None,
 ) -> CommandSet:
     """Every command in `folder` that passes; a broken file is skipped with its reason (which /audit shows)."""
     files = command_files(folder)
-    checked = await asyncio.gather(*(_check(path, reserved, import_timeout, spawn) for path in files))
+    checked = await asyncio.gather(*(_check(path, reserved, import_timeout, spawn, confinement) for path in files))
     commands: dict[str, CommandSpec] = {}
     problems: list[str] = []
     for path, found in zip(files, checked, strict=True):
@@ -52,7 +53,9 @@ async def load_folder(
     return CommandSet(commands, tuple(problems))
 
 
-async def _check(path: Path, reserved: frozenset[str], import_timeout: float, spawn: Spawn | None) -> CommandSpec | str:
+async def _check(
+    path: Path, reserved: frozenset[str], import_timeout: float, spawn: Spawn | None, confinement: Confinement | None
+) -> CommandSpec | str:
     """What `path` declares, or why it may not be loaded."""
     name = path.stem
     if not name.isidentifier() or not name.islower():
@@ -61,7 +64,7 @@ async def _check(path: Path, reserved: frozenset[str], import_timeout: float, sp
         return f"/{name} is a built-in command"
     if why := _policy(path):
         return why
-    return await describe_file(path, import_timeout, spawn)
+    return await describe_file(path, import_timeout, spawn, confinement)
 
 
 def _policy(path: Path) -> str | None:
@@ -75,11 +78,15 @@ def _policy(path: Path) -> str | None:
     return None
 
 
-async def describe_file(path: Path, timeout: float, spawn: Spawn | None = None) -> CommandSpec | str:
+async def describe_file(
+    path: Path, timeout: float, spawn: Spawn | None = None, confinement: Confinement | None = None
+) -> CommandSpec | str:
     """What the file declares, as its child process reads it (no environment, limits, a time limit); or why not."""
+    request = {"mode": "describe"}
     try:
-        asking = ask(path, {"mode": "describe"}, timeout=timeout, spawn=spawn) if spawn else ask(
-            path, {"mode": "describe"}, timeout=timeout
+        asking = (
+            ask(path, request, timeout=timeout, spawn=spawn, confinement=confinement) if spawn
+            else ask(path, request, timeout=timeout, confinement=confinement)
         )
         answer = await asking
     except ChildTimedOut:

@@ -12,7 +12,7 @@ from bicameral.commands import CommandContext, Fetch
 from bicameral.commands.calls import BadArguments, call, parse_typed
 from bicameral.commands.history import CommandHistory, Git, run_git
 from bicameral.commands.loader import CommandSet, load_folder
-from bicameral.commands.process import Spawn
+from bicameral.commands.process import Confinement, Spawn
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,9 @@ class Commands:
     ) -> None:
         self.config = config
         self.fetch = fetch  # what a command granted `network` may call; None: no network for any
+        # bubblewrap around every command's child process; None: the child runs unconfined, and `unconfined` says why
+        self.confinement: Confinement | None = None
+        self.unconfined: str | None = None
         self.history = CommandHistory(config.folder, git)
         self.reserved = reserved  # the built-in commands' names (the console's and the lanes'), known once both exist
         self.current = CommandSet()
@@ -55,7 +58,9 @@ class Commands:
     async def reload(self) -> CommandSet:
         """Load the folder again and swap the result in."""
         timeout = self.config.import_timeout_seconds
-        loaded = await load_folder(self.folder, reserved=self.reserved(), import_timeout=timeout, spawn=self._spawn)
+        loaded = await load_folder(
+            self.folder, reserved=self.reserved(), import_timeout=timeout, spawn=self._spawn, confinement=self.confinement
+        )
         self.current = loaded
         log.info("commands loaded: %s", ", ".join(sorted(loaded.commands)) or "none")
         self.reloaded.set()
@@ -91,7 +96,8 @@ class Commands:
 
     def problems(self) -> list[str]:
         """Each command file skipped, with why: /audit lists them."""
-        return list(self.current.problems)
+        note = [f"commands run outside bubblewrap (no environment, limits only): {self.unconfined}"] if self.unconfined else []
+        return [*note, *self.current.problems]
 
     async def run_typed(self, name: str, text: str, context: CommandContext) -> str:
         """`/name args` typed in a chat: the arguments parsed by the declared types, the usage line on a mistake."""
@@ -102,5 +108,7 @@ class Commands:
             arguments = parse_typed(spec, text)
         except BadArguments as exc:
             return f"I can't run that: {exc}"
-        answer, _ = await call(spec, arguments, context, timeout=self.config.call_timeout_seconds, fetch=self.fetch)
+        answer, _ = await call(
+            spec, arguments, context, timeout=self.config.call_timeout_seconds, fetch=self.fetch, confinement=self.confinement
+        )
         return answer

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bicameral
+from bicameral.commands.process import Confinement
 from bicameral.sandbox.bwrap import SANDBOX_UID
 from bicameral.sandbox.runner import Limits, Sandbox
 
@@ -40,6 +41,17 @@ def trial_sandbox(bwrap: str, *, wall_seconds: float) -> Sandbox | str:
         return folders
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=max(1, int(wall_seconds)), output_bytes=8000)
     return Sandbox(limits, bwrap=bwrap, read_only=folders)
+
+
+async def confinement(bwrap: str) -> Confinement | str:
+    """bubblewrap for every command's child process, where it works here; else why not."""
+    folders = python_folders()
+    if isinstance(folders, str):
+        return folders
+    sandbox = Sandbox(bwrap=bwrap)
+    if why := await sandbox.unavailable():
+        return why
+    return Confinement(shutil.which(bwrap) or bwrap, folders)
 
 
 def pytest_command(test_file: str) -> str:

@@ -66,7 +66,9 @@ class Workshop:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name}.py").write_text(code, encoding="utf-8")
         (folder / f"test_{name}.py").write_text(tests, encoding="utf-8")
-        found = await describe_file(folder / f"{name}.py", self.commands.config.import_timeout_seconds)
+        found = await describe_file(
+            folder / f"{name}.py", self.commands.config.import_timeout_seconds, confinement=self.commands.confinement
+        )
         if isinstance(found, str):
             self._discard(name)
             raise Refused(f"it cannot be loaded: {found}")

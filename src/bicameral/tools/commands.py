@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bicameral.commands import CommandContext, CommandSpec, Fetch
 from bicameral.commands.calls import BadArguments, call, check_arguments, schema
+from bicameral.commands.process import Confinement
 from bicameral.commands.registry import Commands
 from bicameral.commands.workshop import Refused, Workshop
 from bicameral.tools.base import Tool, ToolContext, ToolResult
@@ -168,10 +169,13 @@ class CommandTool(Tool[Any]):
 
     args_model = CommandArgs
 
-    def __init__(self, spec: CommandSpec, timeout: float, fetch: Fetch | None = None) -> None:
+    def __init__(
+        self, spec: CommandSpec, timeout: float, fetch: Fetch | None = None, confinement: Confinement | None = None
+    ) -> None:
         self.spec = spec
         self.timeout = timeout
         self.fetch = fetch
+        self.confinement = confinement
         self.name = TOOL_PREFIX + spec.name  # type: ignore[misc]
         self.description = f"The owner's command /{spec.name}: {spec.description}"  # type: ignore[misc]
 
@@ -188,14 +192,18 @@ class CommandTool(Tool[Any]):
             sender_id=people[0].split(":", 1)[-1] if people else "", sender_name="", chat=ctx.chat,
             channel=ctx.chat.split(":", 1)[0], is_owner=ctx.is_owner,
         )
-        text, ok = await call(self.spec, arguments, context, timeout=self.timeout, fetch=self.fetch)
+        text, ok = await call(
+            self.spec, arguments, context, timeout=self.timeout, fetch=self.fetch, confinement=self.confinement
+        )
         return ToolResult(text, is_error=not ok)
 
 
 def command_tools(commands: Commands) -> list[Tool[Any]]:
     """The current commands as tools (`cmd_<name>`), built from the registry each time tools are offered."""
     timeout = commands.config.call_timeout_seconds
-    return [CommandTool(spec, timeout, commands.fetch) for spec in commands.current.commands.values()]
+    return [
+        CommandTool(spec, timeout, commands.fetch, commands.confinement) for spec in commands.current.commands.values()
+    ]
 
 
 def workshop_tools(workshop: Workshop) -> list[Tool[Any]]:
