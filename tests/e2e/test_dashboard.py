@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 
 import httpx
 import pytest
@@ -230,3 +231,16 @@ async def test_the_memory_page_shows_the_files_and_no_name_leads_outside(telegra
         for name in ("../secret.md", "link.md", str(tmp_path / "secret.md"), "chats/../../secret.md", "chats/%2e%2e/x"):
             refused = await client.get("/memory", params={"name": name})
             assert refused.status_code == 404 and "outside the memory folder" not in refused.text, name
+
+
+async def test_the_reminders_page_lists_every_active_schedule_as_text(telegram, models, start_bot):
+    app = await start_bot(dashboard_port=0)
+    now = time.time()
+    app.stores.schedules.create(chat=f"telegram:{OWNER}", creator=f"telegram:{OWNER}", kind="text",
+                                body="water the <i>plants</i>", tz="UTC", next_due=now + 3600, now=now)
+    async with httpx.AsyncClient(base_url=app.dashboard.base_url) as client:
+        refused = await client.get("/schedules")
+        assert refused.status_code == 401 and "plants" not in refused.text
+        await logged_in(telegram, client)
+        page = (await client.get("/schedules")).text
+    assert "water the &lt;i&gt;plants&lt;/i&gt;" in page and f"telegram:{OWNER}" in page and "reminder" in page

@@ -133,7 +133,7 @@ class App:
         self.stores.db.reserve = reserve
         self.tasks = TaskStore(self.stores.db, redact=self.stores.redact)
         self.router = ActionRouter(self.stores.messages)
-        self.dashboard = dashboard_for(settings, self.stores.redact, self._clock)  # its web chat is a channel too
+        self.dashboard = dashboard_for(settings, self.stores, self._clock)  # its web chat is a channel too
         self.channels += [self.dashboard.channel] if self.dashboard is not None else []
         for channel in self.channels:
             self.router.register(channel)

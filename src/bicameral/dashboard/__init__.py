@@ -7,7 +7,7 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from bicameral.console.desk import Console, OwnerCommand
@@ -16,6 +16,7 @@ from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.command import dashboard_command
 from bicameral.dashboard.feed import LiveFeed
 from bicameral.dashboard.server import EVERY_ADDRESS, DashboardConfig, build_app
+from bicameral.store.schedules import Schedule
 from bicameral.types import Clock
 
 if TYPE_CHECKING:
@@ -30,11 +31,15 @@ __all__ = ["Dashboard", "DashboardConfig"]
 class Dashboard:
     """The dashboard's server on its own socket, the live feed on the transcript, and the /dashboard command."""
 
-    def __init__(self, config: DashboardConfig, redact: Callable[[str], str], *, clock: Clock = time.time) -> None:
+    def __init__(
+        self, config: DashboardConfig, redact: Callable[[str], str], *,
+        schedules: Callable[[], Sequence[Schedule]] = tuple, clock: Clock = time.time,
+    ) -> None:
         self.config = config
         self.logins = Logins(clock=clock)
         self.channel = WebChannel(config.bot_name, clock=clock)  # the app serves it like its other channels
         self._redact = redact
+        self._schedules = schedules
         self._feed: LiveFeed | None = None
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -75,7 +80,8 @@ class Dashboard:
         sock.bind((self.config.host, self.config.port))  # bound before start returns: the link works at once
         self.port = sock.getsockname()[1]
         config = DashboardConfig(self.config.host, self.port, self.config.bot_name, self.config.memory_dir)
-        app = build_app(config, self.logins, self._feed, self.channel, self._owner_commands)
+        app = build_app(config, self.logins, self._feed, self.channel, self._owner_commands,
+                        self._schedules)
         server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                                timeout_graceful_shutdown=2))
         self._server = server

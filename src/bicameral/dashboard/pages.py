@@ -31,7 +31,8 @@ header {{ display: flex; justify-content: space-between; align-items: center; }}
 
 def live_page(bot_name: str, csrf: str) -> str:
     """Live turns (each transcript line appended as it happens) and the web chat panel, both fed by one event stream."""
-    body = f"""<header><h1>{escape(bot_name)}: live</h1><nav><a href="/status">Status</a> <a href="/memory">Memory</a></nav>
+    body = f"""<header><h1>{escape(bot_name)}: live</h1>
+<nav><a href="/status">Status</a> <a href="/memory">Memory</a> <a href="/schedules">Reminders</a></nav>
 <form method="post" action="/logout"><input type="hidden" name="csrf" value="{escape(csrf)}">
 <button type="submit">Log out</button></form></header>
 <div hx-ext="sse" sse-connect="/events" class="panes">
@@ -82,3 +83,11 @@ def memory_page(bot_name: str, names: list[str], shown: tuple[str, str] | None) 
     body = (f'<header><h1>{escape(bot_name)}: memory</h1><a href="/">Live</a></header>'
             f"<ul>{links or '<li>no memory files yet</li>'}</ul>{chosen}")
     return PAGE.format(title=f"{escape(bot_name)} memory", body=body)
+
+
+def schedules_page(bot_name: str, rows: list[tuple[str, str, str, str]]) -> str:
+    cells = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    table = ("<table><tr><th>next</th><th>chat</th><th>kind</th><th>what</th></tr>" + cells + "</table>"
+             if rows else "<p>No reminders or scheduled tasks.</p>")
+    body = f'<header><h1>{escape(bot_name)}: reminders and schedules</h1><a href="/">Live</a></header>{table}'
+    return PAGE.format(title=f"{escape(bot_name)} reminders", body=body)

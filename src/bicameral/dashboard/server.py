@@ -22,8 +22,10 @@ from bicameral.dashboard.auth import SESSION_SECONDS, Logins, Session, same_toke
 from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.feed import LiveFeed
 from bicameral.dashboard.memory_view import memory_names, memory_text
-from bicameral.dashboard.pages import chat_form, live_page, memory_page, message_page, status_page
+from bicameral.dashboard.pages import chat_form, live_page, memory_page, message_page, schedules_page, status_page
+from bicameral.dashboard.schedules_view import schedule_rows
 from bicameral.dashboard.status import status_sections
+from bicameral.store.schedules import Schedule
 
 COOKIE = "bicameral_session"
 MAX_FORM_BYTES = 4096  # the logout form is one field; anything larger is refused before it is read whole
@@ -62,7 +64,7 @@ def allowed_hosts(host: str) -> list[str]:
 
 def build_app(
     config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: WebChannel,
-    commands: Callable[[], Sequence[OwnerCommand]],
+    commands: Callable[[], Sequence[OwnerCommand]], schedules: Callable[[], Sequence[Schedule]],
 ) -> Starlette:
     origins = {f"http://{name}:{config.port}" for name in allowed_hosts(config.host)}
 
@@ -93,6 +95,11 @@ def build_app(
         if session_of(request) is None:
             return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
         return HTMLResponse(status_page(config.bot_name, await status_sections(commands)))
+
+    async def reminders(request: Request) -> Response:
+        if session_of(request) is None:
+            return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
+        return HTMLResponse(schedules_page(config.bot_name, schedule_rows(schedules)))
 
     async def memory(request: Request) -> Response:
         if session_of(request) is None:
@@ -165,7 +172,8 @@ def build_app(
         return Response(body, media_type="text/javascript", headers={"cache-control": "max-age=86400"})
 
     routes = [
-        Route("/", home), Route("/status", status), Route("/memory", memory), Route("/events", events),
+        Route("/", home), Route("/status", status), Route("/memory", memory), Route("/schedules", reminders),
+        Route("/events", events),
         Route("/login/{token}", login),
         Route("/logout", logout, methods=["POST"]), Route("/chat", say, methods=["POST"]), Route("/static/{name}", static),
     ]
