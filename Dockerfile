@@ -17,9 +17,10 @@ RUN BICAMERAL_EXTRAS="$EXTRAS" BICAMERAL_WHEELS=/tmp/wheels deploy/build-venv /o
 
 FROM ${PYTHON_IMAGE}
 ARG CHROMIUM=0
-# bubblewrap for the `run` tool's sandbox (setpriv, from util-linux, is in the base image already)
+# bubblewrap for the `run` tool's sandbox (setpriv, from util-linux, is in the base image already); git for the history
+# of the owner's own commands (<data>/commands)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap \
+ && apt-get install -y --no-install-recommends bubblewrap git \
  && if [ "$CHROMIUM" = 1 ]; then apt-get install -y --no-install-recommends chromium fonts-liberation; fi \
  && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --uid 10001 --user-group --home-dir /data --no-create-home --shell /usr/sbin/nologin bicameral \
