@@ -20,7 +20,7 @@ MAY_WRITE_FILES = {
     "observe/logs.py": "the rotated JSON log",
     "mcp/plugin_tools.py": "the external MCP servers' tool lists, kept so a server starts on first use",
     "gate/access.py": "access.json, changed by the owner's /allow and /deny",
-    "channels/telegram/media.py": "attachments of admitted messages, under data/attachments/",
+    "channels/telegram/media.py": "attachments of admitted messages, at the path channels/downloads.py chose",
     "channels/matrix/session.py": "the Matrix login (token and device id) kept for the next start, mode 0600",
     "claude_code/capture.py": "the wire capture of CLI sessions",
     "claude_code/process.py": "the claude CLI's private MCP config",

@@ -22,13 +22,14 @@ from pydantic import SecretStr
 
 from bicameral.backoff import Backoff
 from bicameral.channels.base import Cursor, InboundSink, OnEnd
+from bicameral.channels.downloads import AttachmentSaver
 from bicameral.errors import ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
 from bicameral.redaction import Redactor
 from bicameral.types import Sleep
 
 from .actions import MAX_TEXT, ActionPerformer
-from .media import MatrixMedia
+from .media import matrix_download
 from .rooms import Rooms, after_own_join
 from .session import REVOKED, log_in
 from .translate import CHANNEL, Me, Replied, is_mentioned, replied_to, translate
@@ -83,8 +84,8 @@ class MatrixChannel:
                                           store_sync_tokens=False, request_timeout=60)
         self._client = AsyncClient(config.homeserver.rstrip("/"), config.user_id, config=client_config)
         self._actions = ActionPerformer(self._client, data_dir=config.data_dir, redact=self._redact)
-        self._media = MatrixMedia(self._client, data_dir=config.data_dir, attachments_dir=config.attachments_dir,
-                                  redact=self._redact)
+        self._media = AttachmentSaver(matrix_download(self._client), data_dir=config.data_dir,
+                                      attachments_dir=config.attachments_dir, redact=self._redact)
         self._me = Me(config.user_id, "")
         self._since: str | None = None
         self._task: asyncio.Task[None] | None = None

@@ -17,6 +17,7 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter,
 
 from bicameral.backoff import Backoff
 from bicameral.channels.base import InboundSink, OnEnd
+from bicameral.channels.downloads import AttachmentSaver
 from bicameral.errors import ChannelStartError, ConfigError
 from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound, owner_on
 from bicameral.imports import warm_in_background
@@ -26,7 +27,7 @@ from bicameral.types import Sleep
 
 from .actions import ActionPerformer, retry_seconds
 from .admins import AdminLookup
-from .media import AttachmentStore
+from .media import telegram_download
 from .request import BotRequest
 from .updates import BotIdentity, translate
 
@@ -103,8 +104,9 @@ class TelegramChannel:
             request=self._request,
             get_updates_request=self._request,
         )
-        self._media = AttachmentStore(
-            self._bot, data_dir=config.data_dir, attachments_dir=config.attachments_dir, redact=self._redact
+        self._media = AttachmentSaver(
+            telegram_download(self._bot), data_dir=config.data_dir, attachments_dir=config.attachments_dir,
+            redact=self._redact,
         )
         self._actions = ActionPerformer(
             self._bot,
