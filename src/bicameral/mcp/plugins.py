@@ -79,5 +79,4 @@ def visible_tools(registry: ToolRegistry, config: PluginsConfig) -> ToolRegistry
         raise PluginsError(
             f"builtin_tools_disabled names unknown tools {unknown}; available: {', '.join(registry.names())}"
         )
-    keep = [name for name in registry.names() if name not in set(config.builtin_tools_disabled)]
-    return registry.subset(only=keep)
+    return registry.subset(exclude=config.builtin_tools_disabled)  # the owner's commands (`cmd_<name>`) stay offered

@@ -94,11 +94,20 @@ class ToolRegistry:
             found = next((t for t in self._dynamic() if t.name == name), None)
         return found
 
-    def subset(self, *, exclude_messaging: bool = False, only: Iterable[str] | None = None) -> ToolRegistry:
-        """A restricted view sharing the same audit (for the back chamber and sub-agents)."""
+    def subset(
+        self, *, exclude_messaging: bool = False, only: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    ) -> ToolRegistry:
+        """A restricted view sharing the same audit (for the back chamber and sub-agents): `only` these names, never
+        those in `exclude`; the tools that come and go are filtered the same way on every offer."""
         keep = set(only) if only is not None else set(self._tools)
-        tools = [t for n, t in self._tools.items() if n in keep and not (exclude_messaging and t.messaging)]
-        dynamic = self._dynamic if only is None else None
+        drop = set(exclude)
+        tools = [
+            t for n, t in self._tools.items() if n in keep and n not in drop and not (exclude_messaging and t.messaging)
+        ]
+        dynamic, source = self._dynamic, self._dynamic
+        if source is not None and (only is not None or drop):
+            named = keep if only is not None else None
+            dynamic = lambda: [t for t in source() if (named is None or t.name in named) and t.name not in drop]  # noqa: E731
         return ToolRegistry(tools, audit=self._audit, timeout=self._timeout, approver=self.approver, dynamic=dynamic)
 
     def specs(self, *, is_owner: bool = False) -> list[ToolSpec]:
