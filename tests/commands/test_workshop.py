@@ -123,3 +123,25 @@ async def test_rollback_to_an_earlier_version_and_removal_go_through_git(tmp_pat
         await workshop.remove("shout", "")
     with pytest.raises(Refused, match="no version of shout from before"):
         await workshop.rollback("shout", "2000-01-01", "")
+
+
+@needs_bwrap
+async def test_a_change_that_cannot_be_loaded_leaves_the_version_in_use(tmp_path: Path) -> None:
+    """Its tests pass (60 s), but importing it takes longer than a load allows (here 1 s): refused, the old one kept."""
+    folder = tmp_path / "commands"
+    workshop = _workshop(folder)
+    await workshop.create("shout", "Shout it", SHOUT, SHOUT_TESTS, "add shout", replace=False)
+    slow = (
+        "\n\ndef spin() -> int:\n    total = 0\n    for i in range(30_000_000):\n        total += i\n"
+        "    return total\n\n\nX = spin()\n"
+    )
+    commands = Commands(
+        CommandsConfig(folder, import_timeout_seconds=1.0), reserved=lambda: frozenset({"stop", "health", "help"})
+    )
+    sandbox = trial_sandbox("bwrap", wall_seconds=60)
+    assert not isinstance(sandbox, str)
+    impatient = Workshop(commands, sandbox)
+    with pytest.raises(Refused, match="it cannot be loaded, so nothing was saved: importing it did not finish within 1 s"):
+        await impatient.create("shout", "Shout it", WHISPER_SHOUT + slow, WHISPER_TESTS, "", replace=True)
+    assert (folder / "shout.py").read_text() == SHOUT and (folder / "test_shout.py").read_text() == SHOUT_TESTS
+    assert _git(folder, "status", "--porcelain") == ""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from bicameral.commands.history import HistoryError
 from bicameral.commands.loader import describe_file
@@ -62,16 +64,18 @@ class Workshop:
         result = await self._trial(name, code, tests)
         if not result.passed:
             raise Refused("its tests did not pass in the sandbox, so nothing was saved:\n" + result.report)
+        with tempfile.TemporaryDirectory(prefix="bicameral-command-") as temp:
+            candidate = Path(temp) / f"{name}.py"  # read as it will be loaded, before the folder (and a version in use)
+            candidate.write_text(code, encoding="utf-8")
+            found = await describe_file(
+                candidate, self.commands.config.import_timeout_seconds, confinement=self.commands.confinement
+            )
+        if isinstance(found, str):
+            raise Refused(f"it cannot be loaded, so nothing was saved: {found}")
         folder = self.commands.folder
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name}.py").write_text(code, encoding="utf-8")
         (folder / f"test_{name}.py").write_text(tests, encoding="utf-8")
-        found = await describe_file(
-            folder / f"{name}.py", self.commands.config.import_timeout_seconds, confinement=self.commands.confinement
-        )
-        if isinstance(found, str):
-            self._discard(name)
-            raise Refused(f"it cannot be loaded: {found}")
         commit = await self._commit(name, request or f"{'change' if replace else 'add'} /{name}: {description}")
         self.commands.reload_after_reply()
         return Done(f"/{name} passed its tests in the sandbox ({_summary(result.report)}) and is committed ({commit}); "
