@@ -109,8 +109,10 @@ def build_console(
     left_out: Sequence[str],
     clock: Clock,
     problems: Callable[[], Sequence[str]] = lambda: (),
+    audit_to: Callable[[AuditSources], None] = lambda audit: None,
 ) -> Console:
-    """The console with every owner command, handing everything else on to `forward`."""
+    """The console with every owner command, handing everything else on to `forward`; `audit_to` gets /audit's
+    sources (the dashboard's pages read the same)."""
     console = Console(
         (), owner_id=owners(settings), bot_name=settings.bot_name, forward=forward, send=send, messages=stores.messages,
         kv=stores.kv,
@@ -121,6 +123,7 @@ def build_console(
         model_status=lambda: models.meter.outcomes.lines(clock(), list(told.models), ago), problems=problems,
     )
     console.add(owner_commands(console, stop=stop, access=access, pairing=pairing, reports=shown))
+    audit_to(shown.audit)
     cli_note = "The Claude Code CLI's own model calls are not counted here." if settings.back.provider == "claude-code" else None
     console.add(metering_commands(
         UsageSources(

@@ -202,6 +202,7 @@ class App:
             settings, self.mode, self.stores, self.tasks, self.models, forward=self.caps.forward,
             send=self.outbox.perform, access=access, pairing=pairing, stop=self.stop_with, started_at=started_at,
             left_out=left_out, clock=self._clock, problems=self.commands.problems,
+            audit_to=self.dashboard.show_audit if self.dashboard is not None else lambda audit: None,
         )
         if self.dashboard is not None:
             await self.dashboard.start()

@@ -7,16 +7,18 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from bicameral.console.audit import AuditSources
 from bicameral.console.desk import Console, OwnerCommand
 from bicameral.dashboard.auth import Logins
 from bicameral.dashboard.chat import WebChannel
 from bicameral.dashboard.command import dashboard_command
 from bicameral.dashboard.feed import LiveFeed
 from bicameral.dashboard.server import EVERY_ADDRESS, DashboardConfig, build_app
-from bicameral.store.schedules import Schedule
+from bicameral.dashboard.sources import Sources
 from bicameral.types import Clock
 
 if TYPE_CHECKING:
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 TRANSCRIPT_LOGGER = "bicameral.tx"
 
-__all__ = ["Dashboard", "DashboardConfig"]
+__all__ = ["Dashboard", "DashboardConfig", "Sources"]
 
 
 class Dashboard:
@@ -33,13 +35,15 @@ class Dashboard:
 
     def __init__(
         self, config: DashboardConfig, redact: Callable[[str], str], *,
-        schedules: Callable[[], Sequence[Schedule]] = tuple, clock: Clock = time.time,
+        sources: Sources | None = None, clock: Clock = time.time,
     ) -> None:
         self.config = config
         self.logins = Logins(clock=clock)
         self.channel = WebChannel(config.bot_name, clock=clock)  # the app serves it like its other channels
         self._redact = redact
-        self._schedules = schedules
+        self._sources = replace(sources or Sources(), audit=lambda: self._audit)
+        self._audit: AuditSources | None = None
+        self._clock = clock
         self._feed: LiveFeed | None = None
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -65,6 +69,10 @@ class Dashboard:
         self._console = console
         console.add([self.command()])
 
+    def show_audit(self, audit: AuditSources) -> None:
+        """/audit's own sources (built with the console): the skills, plugins and refused-senders pages read them."""
+        self._audit = audit
+
     def _owner_commands(self) -> tuple[OwnerCommand, ...]:
         return self._console.owner_commands if self._console is not None else ()
 
@@ -80,8 +88,8 @@ class Dashboard:
         sock.bind((self.config.host, self.config.port))  # bound before start returns: the link works at once
         self.port = sock.getsockname()[1]
         config = DashboardConfig(self.config.host, self.port, self.config.bot_name, self.config.memory_dir)
-        app = build_app(config, self.logins, self._feed, self.channel, self._owner_commands,
-                        self._schedules)
+        app = build_app(config, self.logins, self._feed, self.channel, self._owner_commands, self._sources,
+                        self._clock)
         server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                                timeout_graceful_shutdown=2))
         self._server = server

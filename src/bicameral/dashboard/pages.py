@@ -32,7 +32,8 @@ header {{ display: flex; justify-content: space-between; align-items: center; }}
 def live_page(bot_name: str, csrf: str) -> str:
     """Live turns (each transcript line appended as it happens) and the web chat panel, both fed by one event stream."""
     body = f"""<header><h1>{escape(bot_name)}: live</h1>
-<nav><a href="/status">Status</a> <a href="/memory">Memory</a> <a href="/schedules">Reminders</a></nav>
+<nav><a href="/status">Status</a> <a href="/memory">Memory</a> <a href="/schedules">Reminders</a>
+<a href="/cost">Cost</a> <a href="/skills">Skills and plugins</a> <a href="/refused">Refused senders</a></nav>
 <form method="post" action="/logout"><input type="hidden" name="csrf" value="{escape(csrf)}">
 <button type="submit">Log out</button></form></header>
 <div hx-ext="sse" sse-connect="/events" class="panes">
@@ -76,13 +77,29 @@ def status_page(bot_name: str, sections: list[tuple[str, str]]) -> str:
     return PAGE.format(title=f"{escape(bot_name)} status", body=body)
 
 
-def memory_page(bot_name: str, names: list[str], shown: tuple[str, str] | None) -> str:
-    """The memory files by name, each a link; the chosen one's text below, as text."""
+def memory_page(bot_name: str, csrf: str, names: list[str], shown: tuple[str, str] | None, note: str = "") -> str:
+    """The memory files by name, each a link; the chosen one's text in a form to save or delete it."""
     links = "".join(f'<li><a href="/memory?name={quote(name)}">{escape(name)}</a></li>' for name in names)
-    chosen = "" if shown is None else f"<h2>{escape(shown[0])}</h2><pre>{escape(shown[1])}</pre>"
-    body = (f'<header><h1>{escape(bot_name)}: memory</h1><a href="/">Live</a></header>'
+    chosen = ""
+    if shown is not None:
+        name, token = escape(shown[0]), escape(csrf)
+        chosen = f"""<h2>{name}</h2>
+<form method="post" action="/memory/save"><input type="hidden" name="csrf" value="{token}">
+<input type="hidden" name="name" value="{name}">
+<textarea name="text" rows="20" aria-label="Text of {name}">{escape(shown[1])}</textarea>
+<button type="submit">Save</button></form>
+<form method="post" action="/memory/delete"><input type="hidden" name="csrf" value="{token}">
+<input type="hidden" name="name" value="{name}"><button type="submit">Delete {name}</button></form>"""
+    said = f'<p role="status">{escape(note)}</p>' if note else ""
+    body = (f'<header><h1>{escape(bot_name)}: memory</h1><a href="/">Live</a></header>{said}'
             f"<ul>{links or '<li>no memory files yet</li>'}</ul>{chosen}")
     return PAGE.format(title=f"{escape(bot_name)} memory", body=body)
+
+
+def titled_page(bot_name: str, title: str, body: str) -> str:
+    """A page of its own under the dashboard's header (`body`: HTML already escaped)."""
+    head = f'<header><h1>{escape(bot_name)}: {escape(title)}</h1><a href="/">Live</a></header>'
+    return PAGE.format(title=f"{escape(bot_name)} {escape(title)}", body=head + body)
 
 
 def schedules_page(bot_name: str, rows: list[tuple[str, str, str, str]]) -> str:

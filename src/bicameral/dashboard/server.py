@@ -20,16 +20,31 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from bicameral.console.desk import OwnerCommand
 from bicameral.dashboard.auth import SESSION_SECONDS, Logins, Session, same_token
 from bicameral.dashboard.chat import WebChannel
+from bicameral.dashboard.cost_view import cost_body
 from bicameral.dashboard.feed import LiveFeed
-from bicameral.dashboard.memory_view import memory_names, memory_text
-from bicameral.dashboard.pages import chat_form, live_page, memory_page, message_page, schedules_page, status_page
+from bicameral.dashboard.health_view import refused_body, skills_body
+from bicameral.dashboard.memory_view import delete_memory, memory_names, memory_text, save_memory
+from bicameral.dashboard.pages import (
+    chat_form,
+    live_page,
+    memory_page,
+    message_page,
+    schedules_page,
+    status_page,
+    titled_page,
+)
 from bicameral.dashboard.schedules_view import schedule_rows
+from bicameral.dashboard.sources import Sources
 from bicameral.dashboard.status import status_sections
-from bicameral.store.schedules import Schedule
+from bicameral.store.memory_files import MAX_FILE_BYTES
+from bicameral.types import Clock
 
 COOKIE = "bicameral_session"
 MAX_FORM_BYTES = 4096  # the logout form is one field; anything larger is refused before it is read whole
 MAX_CHAT_BYTES = 256 * 1024  # a chat message (the gate cuts its text further, BICAMERAL_MAX_INBOUND_CHARS)
+# A memory file's text, percent-encoded (a byte can take three): a larger post is refused before it is read whole,
+# a smaller one over the file limit by the memory page with the reason.
+MAX_MEMORY_FORM_BYTES = 3 * MAX_FILE_BYTES + 4096
 STATIC = {"htmx.min.js", "sse.js"}
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' "
@@ -64,7 +79,7 @@ def allowed_hosts(host: str) -> list[str]:
 
 def build_app(
     config: DashboardConfig, logins: Logins, feed: LiveFeed, chat: WebChannel,
-    commands: Callable[[], Sequence[OwnerCommand]], schedules: Callable[[], Sequence[Schedule]],
+    commands: Callable[[], Sequence[OwnerCommand]], sources: Sources, clock: Clock,
 ) -> Starlette:
     origins = {f"http://{name}:{config.port}" for name in allowed_hosts(config.host)}
 
@@ -99,17 +114,61 @@ def build_app(
     async def reminders(request: Request) -> Response:
         if session_of(request) is None:
             return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
-        return HTMLResponse(schedules_page(config.bot_name, schedule_rows(schedules)))
+        return HTMLResponse(schedules_page(config.bot_name, schedule_rows(sources.schedules)))
+
+    async def cost(request: Request) -> Response:
+        if session_of(request) is None:
+            return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
+        body = cost_body(sources.usage, sources.prices_path, clock())
+        return HTMLResponse(titled_page(config.bot_name, "cost", body))
+
+    async def skills(request: Request) -> Response:
+        if session_of(request) is None:
+            return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
+        body = skills_body(sources.skills(), sources.plugins_path, sources.audit())
+        return HTMLResponse(titled_page(config.bot_name, "skills and plugins", body))
+
+    async def refused(request: Request) -> Response:
+        if session_of(request) is None:
+            return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
+        return HTMLResponse(titled_page(config.bot_name, "refused senders", refused_body(sources.audit())))
 
     async def memory(request: Request) -> Response:
-        if session_of(request) is None:
+        session = session_of(request)
+        if session is None:
             return HTMLResponse(message_page("Not logged in", NOT_LOGGED_IN), status_code=401)
         name = request.query_params.get("name")
         text = None if name is None else memory_text(config.memory_dir, name)
         if name is not None and text is None:
             return HTMLResponse(message_page("No such memory file", "Pick one from the list."), status_code=404)
         shown = None if name is None or text is None else (name, text)
-        return HTMLResponse(memory_page(config.bot_name, memory_names(config.memory_dir), shown))
+        return HTMLResponse(memory_page(config.bot_name, session.csrf, memory_names(config.memory_dir), shown))
+
+    async def memory_save(request: Request) -> Response:
+        checked = await checked_form(request, MAX_MEMORY_FORM_BYTES)
+        if isinstance(checked, Response):
+            return checked
+        session, form = checked
+        name, text = (form.get("name") or [""])[0], (form.get("text") or [""])[0]
+        refused = save_memory(config.memory_dir, name, text)
+        if refused is not None:
+            return HTMLResponse(message_page("Not saved", f"{name[:120]} was not saved: {refused}."), status_code=400)
+        sources.memory_changed()
+        page = memory_page(config.bot_name, session.csrf, memory_names(config.memory_dir),
+                           (name, memory_text(config.memory_dir, name) or ""), note=f"Saved {name}.")
+        return HTMLResponse(page)
+
+    async def memory_delete(request: Request) -> Response:
+        checked = await checked_form(request, MAX_FORM_BYTES)
+        if isinstance(checked, Response):
+            return checked
+        session, form = checked
+        name = (form.get("name") or [""])[0]
+        if not delete_memory(config.memory_dir, name):
+            return HTMLResponse(message_page("Not deleted", "There is no such memory file."), status_code=400)
+        sources.memory_changed()
+        page = memory_page(config.bot_name, session.csrf, memory_names(config.memory_dir), None, note=f"Deleted {name}.")
+        return HTMLResponse(page)
 
     async def events(request: Request) -> Response:
         if session_of(request) is None:
@@ -139,7 +198,7 @@ def build_app(
         body = await _limited_body(request, limit)
         if body is None:
             return Response("request too large", status_code=413)
-        form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+        form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4, keep_blank_values=True)
         given = form.get("csrf")
         if not same_token(given[0] if given else None, session.csrf):
             return Response("missing or wrong CSRF token", status_code=403)
@@ -173,7 +232,8 @@ def build_app(
 
     routes = [
         Route("/", home), Route("/status", status), Route("/memory", memory), Route("/schedules", reminders),
-        Route("/events", events),
+        Route("/cost", cost), Route("/skills", skills), Route("/refused", refused), Route("/events", events),
+        Route("/memory/save", memory_save, methods=["POST"]), Route("/memory/delete", memory_delete, methods=["POST"]),
         Route("/login/{token}", login),
         Route("/logout", logout, methods=["POST"]), Route("/chat", say, methods=["POST"]), Route("/static/{name}", static),
     ]
