@@ -13,7 +13,7 @@ import pytest
 from bicameral.browser.chromium import DEFAULT_CHROMIUM, Chromium
 from tests.conftest import OWNER
 from tests.e2e.test_dashboard import login_link
-from tests.fakes.model_server import Reply
+from tests.fakes.model_server import Reply, ToolCall
 from tests.support.chat import eventually
 
 
@@ -32,8 +32,9 @@ async def browser(caplog):
 
 
 async def test_the_owner_logs_in_with_the_link_and_sees_a_turn_appear_live(telegram, models, start_bot, browser):
-    models.script(Reply(text="Hello from the assistant"), Reply(text='Web reply <b class="injected">not bold</b>'))
-    app = await start_bot(dashboard_port=0)
+    models.script(Reply(text="Hello from the assistant"), Reply(text='Web reply <b class="injected">not bold</b>'),
+                  Reply(tool_calls=[ToolCall("current_time", {"timezone": "UTC"})]), Reply(text="It is noon.", latency=3))
+    app = await start_bot(dashboard_port=0, progress_note_after_seconds=0.3)
     stranger = await browser.new_page()
     await stranger.goto(app.dashboard.base_url + "/")
     assert "Not logged in" in await stranger.content()
@@ -65,4 +66,11 @@ async def test_the_owner_logs_in_with_the_link_and_sees_a_turn_appear_live(teleg
     await page.fill("#say textarea", "/health")
     await page.click("#say button")
     await page.locator("#messages", has_text="Health at").wait_for(timeout=15_000)  # an owner command answered
+
+    # A long turn: its progress note is one bubble, taken off the page when the answer comes.
+    await page.fill("#say textarea", "what time is it?")
+    await page.click("#say button")
+    await page.locator("#messages .said", has_text="Still working on it").wait_for(timeout=15_000)
+    await page.locator("#messages", has_text="It is noon.").wait_for(timeout=20_000)
+    await page.locator("#messages .said", has_text="Still working on it").wait_for(state="detached", timeout=5_000)
     await context.close()

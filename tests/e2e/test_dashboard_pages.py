@@ -4,6 +4,7 @@ chart and its table, skills and plugins with what did not load, and the refused 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -16,12 +17,14 @@ from bicameral.console.usage import money, row_cost
 from bicameral.store.memory_files import MAX_FILE_BYTES
 from tests.conftest import OWNER
 from tests.e2e.test_dashboard import _transcript_logged, logged_in  # noqa: F401 (the fixture applies here too)
+from tests.fakes.model_server import Reply, ToolCall
+from tests.support.chat import eventually
 
 STRANGER = 3003
 
 
-async def _csrf(client: httpx.AsyncClient, path: str = "/memory") -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', (await client.get(path, params={"name": "chats/owner.md"})).text)
+async def _csrf(client: httpx.AsyncClient, path: str = "/") -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', (await client.get(path)).text)
     assert found
     return found.group(1)
 
@@ -140,3 +143,55 @@ async def test_the_refused_senders_page_names_them_but_never_what_they_wrote(tel
         page = (await client.get("/refused")).text
     assert f"<td>Mallory (id {STRANGER})</td><td>1</td>" in page and f"telegram:{STRANGER}" in page
     assert "secret plan" not in page
+
+
+async def test_the_progress_note_in_the_chat_panel_is_one_bubble_changed_in_place_and_removed(telegram, models,
+                                                                                               start_bot):
+    models.script(
+        Reply(tool_calls=[ToolCall("current_time", {"timezone": "UTC"})]),
+        Reply(text="It is noon.", latency=3),
+    )
+    app = await start_bot(dashboard_port=0, progress_note_after_seconds=0.3)
+    async with httpx.AsyncClient(base_url=app.dashboard.base_url) as client:
+        await logged_in(telegram, client)
+        csrf = await _csrf(client)
+        lines: list[str] = []
+
+        async def read() -> None:
+            async with client.stream("GET", "/events") as stream:
+                async for line in stream.aiter_lines():
+                    lines.append(line)
+
+        reading = asyncio.create_task(read())
+        await eventually(lambda: any(line.startswith(": connected") for line in lines), "the stream to open")
+        assert (await client.post("/chat", data={"text": "what time is it?", "csrf": csrf})).status_code == 200
+        await eventually(lambda: any("It is noon." in line for line in lines), "the answer", timeout=20)
+        reading.cancel()
+    note = next(line for line in lines if "Still working on it" in line)
+    key = re.search(r'id="(said-[^"]+)"', note)
+    assert key and "hx-swap-oob" not in note
+    removed = next(n for n, line in enumerate(lines) if f'id="{key.group(1)}" hx-swap-oob="delete"' in line)
+    answer = next(n for n, line in enumerate(lines) if "It is noon." in line)
+    assert removed < answer and "(edited)" not in "".join(lines)
+
+
+async def test_an_edit_of_a_message_of_ours_replaces_its_bubble_and_any_other_is_shown_as_new():
+    from bicameral.dashboard.chat import CHAT, WebChannel
+    from bicameral.dashboard.feed import LiveFeed
+    from bicameral.events import DeleteMessage, EditText, SendText
+
+    feed = LiveFeed(asyncio.get_running_loop(), redact=lambda text: text)
+    channel = WebChannel("Bot")
+    channel.publish, channel.retract = feed.publish, feed.retract
+    page = feed.subscribe()
+    [sent] = (await channel.perform(SendText(chat=CHAT, text="first"))).message_ids
+    await channel.perform(EditText(chat=CHAT, message_id=sent, text="second <i>x</i>"))
+    await channel.perform(EditText(chat=CHAT, message_id='"><script>', text="elsewhere"))
+    await channel.perform(DeleteMessage(chat=CHAT, message_id=sent))
+    await channel.perform(DeleteMessage(chat=CHAT, message_id="../x y"))
+    shown = [page.get_nowait() for _ in range(page.qsize())]
+    assert [name for name, _ in shown] == ["chat"] * 4
+    assert f'id="said-{sent}"' in shown[0][1] and "first" in shown[0][1]
+    assert f'id="said-{sent}" hx-swap-oob="outerHTML"' in shown[1][1] and "second &lt;i&gt;x&lt;/i&gt;" in shown[1][1]
+    assert "id=" not in shown[2][1] and "(edited) elsewhere" in shown[2][1]
+    assert shown[3][1] == f'<div id="said-{sent}" hx-swap-oob="delete"></div>'

@@ -82,6 +82,7 @@ class Dashboard:
         self._feed = LiveFeed(asyncio.get_running_loop(), self._redact)
         logging.getLogger(TRANSCRIPT_LOGGER).addHandler(self._feed)
         self.channel.publish = self._feed.publish
+        self.channel.retract = self._feed.retract
         family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

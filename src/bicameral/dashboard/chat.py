@@ -7,6 +7,7 @@ import itertools
 import time
 from collections.abc import Callable
 from pathlib import PurePosixPath
+from typing import Protocol
 
 from bicameral.channels.base import InboundSink, OnEnd
 from bicameral.events import (
@@ -14,6 +15,7 @@ from bicameral.events import (
     ActionResult,
     Capabilities,
     CommandMenu,
+    DeleteMessage,
     EditText,
     Inbound,
     Sender,
@@ -27,8 +29,17 @@ from bicameral.types import Clock
 WEB = "web"  # a trusted channel (events.TRUSTED_CHANNELS): only a dashboard session reaches it
 CHAT = chat_key(WEB, "owner")
 
-Publish = Callable[[str, str], None]
-"""(who, text): a chat message to show on every open page; `who` is "you" or the bot's name."""
+
+
+class Publish(Protocol):
+    """A chat message to show on every open page; `who` is "you" or the bot's name; `key` names its bubble, which a
+    later `edit` replaces."""
+
+    def __call__(self, who: str, text: str, key: str | None = None, *, edit: bool = False) -> None: ...
+
+
+def _nowhere(who: str, text: str, key: str | None = None, *, edit: bool = False) -> None:
+    """Before the dashboard's live stream runs, nothing is shown."""
 
 
 class WebChannel:
@@ -41,7 +52,8 @@ class WebChannel:
         self._sink: InboundSink | None = None
         self._ids = itertools.count(1)
         self._user = Sender(id="owner", name="you")
-        self.publish: Publish = lambda who, text: None  # the dashboard's live stream, once it runs
+        self.publish: Publish = _nowhere  # the dashboard's live stream, once it runs
+        self.retract: Callable[[str], None] = lambda key: None
 
     def _next_id(self) -> str:
         # Unique across restarts too: the store keeps (chat, message id) once.
@@ -68,14 +80,17 @@ class WebChannel:
     async def perform(self, action: Action) -> ActionResult:
         if isinstance(action, SendText):
             choices = "".join(f"\n  {n}. {label}" for n, (label, _) in enumerate(action.buttons, 1))
-            self.publish(self._bot_name, action.text + choices)
-            return ActionResult(ok=True, message_ids=(self._next_id(),))
-        if isinstance(action, EditText):
-            self.publish(self._bot_name, f"(edited) {action.text}")
+            message_id = self._next_id()
+            self.publish(self._bot_name, action.text + choices, message_id)
+            return ActionResult(ok=True, message_ids=(message_id,))
+        if isinstance(action, EditText):  # the progress note's steps, an edited message: its bubble changes in place
+            self.publish(self._bot_name, action.text, action.message_id, edit=True)
+        elif isinstance(action, DeleteMessage):
+            self.retract(action.message_id)
         elif isinstance(action, SendFile):
             self.publish(self._bot_name, f"[{action.kind}: {PurePosixPath(action.path).name}] {action.caption or ''}".strip())
             return ActionResult(ok=True, message_ids=(self._next_id(),))
-        return ActionResult(ok=True)  # typing, reactions, deletions: nothing to show in the panel
+        return ActionResult(ok=True)  # typing, reactions: nothing to show in the panel
 
     async def fetch_attachments(self, inbound: Inbound) -> Inbound:
         return inbound  # the panel sends text only

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 
-from bicameral.dashboard.pages import chat_fragment, line_fragment
+from bicameral.dashboard.pages import chat_fragment, line_fragment, removed_fragment
 
 Event = tuple[str, str]  # (SSE event name, HTML fragment)
 QUEUE_LINES = 200  # a page that reads no more than this falls behind and is dropped, never the chat
+KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a message id that can name a bubble (ours are `<ms>-<n>`)
 
 
 class LiveFeed(logging.Handler):
@@ -45,9 +47,17 @@ class LiveFeed(logging.Handler):
             return
         self._loop.call_soon_threadsafe(self._fan_out, ("line", line_fragment(line)))
 
-    def publish(self, who: str, text: str) -> None:
-        """A web chat message, on the loop's thread."""
-        self._fan_out(("chat", chat_fragment(who, self._redact(text))))
+    def publish(self, who: str, text: str, key: str | None = None, *, edit: bool = False) -> None:
+        """A web chat message, on the loop's thread; `key` names its bubble, which `edit` replaces in place."""
+        named = key if key is not None and KEY.fullmatch(key) else None
+        if edit and named is None:
+            text = f"(edited) {text}"  # no bubble of ours to replace: shown as a new one
+        self._fan_out(("chat", chat_fragment(who, self._redact(text), named, edit=edit and named is not None)))
+
+    def retract(self, key: str) -> None:
+        """Take a bubble off every open page (a deleted message)."""
+        if KEY.fullmatch(key):
+            self._fan_out(("chat", removed_fragment(key)))
 
     def _fan_out(self, event: Event) -> None:
         for queue in list(self._queues):

@@ -58,8 +58,18 @@ def chat_form(csrf: str) -> str:
 <button type="submit">Send</button></form>"""
 
 
-def chat_fragment(who: str, text: str) -> str:
-    return f'<div class="said"><b>{escape(who)}</b> {escape(text)}</div>'
+def chat_fragment(who: str, text: str, key: str | None = None, *, edit: bool = False) -> str:
+    """A chat bubble; with `key` (a message id of ours) it can later be replaced (`edit`: this one replaces it, an
+    htmx out-of-band swap) or removed."""
+    if key is None:
+        return f'<div class="said"><b>{escape(who)}</b> {escape(text)}</div>'
+    swap = ' hx-swap-oob="outerHTML"' if edit else ""
+    return f'<div class="said" id="said-{escape(key)}"{swap}><b>{escape(who)}</b> {escape(text)}</div>'
+
+
+def removed_fragment(key: str) -> str:
+    """Takes a bubble off the page (a deleted message: the progress note once the answer comes)."""
+    return f'<div id="said-{escape(key)}" hx-swap-oob="delete"></div>'
 
 
 def line_fragment(line: str) -> str:
