@@ -1,4 +1,4 @@
-"""The one capability: a command the owner granted `network` fetches through web_fetch's rules (a real HTTP server on
+"""The network capability: a command the owner granted `network` fetches through web_fetch's rules (a real HTTP server on
 loopback, allowed as the owner allows hosts); one not granted it has no fetch, and its code may not ask for it."""
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ async def test_a_granted_command_fetches_under_the_web_rules(tmp_path: Path, pag
 
 
 async def test_an_unknown_capability_is_refused_at_load(tmp_path: Path) -> None:
-    (tmp_path / "peek.py").write_text(PEEK.replace('["network"]', '["files"]'))
+    (tmp_path / "peek.py").write_text(PEEK.replace('["network"]', '["shell"]'))
     loaded = await Commands(CommandsConfig(tmp_path)).reload()
-    assert loaded.commands == {} and "unknown capabilities ['files']" in loaded.problems[0]
+    assert loaded.commands == {} and "unknown capabilities ['shell']" in loaded.problems[0]
 
 
 @needs_bwrap

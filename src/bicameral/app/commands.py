@@ -13,6 +13,7 @@ from bicameral.commands.workshop import Workshop
 from bicameral.config import Settings
 from bicameral.console.desk import MEMBER_COMMANDS, Console
 from bicameral.tools.base import Tool
+from bicameral.tools.command_files import workspace_files
 from bicameral.tools.commands import command_tools, workshop_tools
 from bicameral.web.address import AddressRefused, allowance_policy
 from bicameral.web.fetch import FetchFailed, FetchLimits, WebFetcher
@@ -48,7 +49,7 @@ def page_text(settings: Settings) -> Fetch:
 
 def owner_made_commands(settings: Settings) -> tuple[Commands, list[Tool[Any]]]:
     """The registry (loaded by `load_beside`, once the console's names are known) and the owner's tools changing it."""
-    commands = Commands(commands_config(settings), fetch=page_text(settings))
+    commands = Commands(commands_config(settings), fetch=page_text(settings), files=workspace_files(settings.data_dir))
     config = commands.config
     workshop = Workshop(commands, trial_sandbox(config.bwrap, wall_seconds=config.test_timeout_seconds))
     return commands, workshop_tools(workshop)

@@ -4,16 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 Handler = Callable[..., Coroutine[Any, Any, Any]]
 # A page's text by its URL, through web_fetch's rules (public addresses only, size and time limits).
 Fetch = Callable[[str], Coroutine[Any, Any, str]]
-# What a command may be granted beyond pure computation: `network` gives its handler `context.fetch`.
-CAPABILITIES = frozenset({"network"})
+# What a command may be granted beyond pure computation: `network` gives its handler `context.fetch`, `files` gives it
+# `context.files` (the asking chat's workspace).
+CAPABILITIES = frozenset({"network", "files"})
 H = TypeVar("H", bound=Handler)
 # The types a parameter may declare: what `/name args` parses from the words typed, and a tool's schema names.
 PARAM_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+class Files(Protocol):
+    """The asking chat's workspace under the file tools' checks and limits; a refusal raises ValueError saying why."""
+
+    async def read(self, path: str) -> str: ...
+
+    async def write(self, path: str, text: str) -> None: ...
+
+    async def list(self, path: str = ".") -> list[str]: ...
+
+
+# A chat's workspace files, given the chat (in the assistant: the file tools' checks; in the child: asked of it).
+FilesFor = Callable[[str], Files]
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,7 @@ class CommandContext:
     channel: str
     is_owner: bool
     fetch: Fetch | None = None  # given only to a command granted `network`
+    files: Files | None = None  # given only to a command granted `files`
 
 
 class DeclarationError(ValueError):
@@ -78,7 +94,7 @@ def command(
             if param.type not in PARAM_TYPES:
                 raise DeclarationError(f"parameter {param.name!r} of {name!r}: type must be str, int, float or bool")
         if unknown := sorted(set(capabilities or ()) - CAPABILITIES):
-            raise DeclarationError(f"{name!r} asks for unknown capabilities {unknown}; there is only `network`")
+            raise DeclarationError(f"{name!r} asks for unknown capabilities {unknown}; there are `network` and `files`")
         takes_context = "context" in inspect.signature(checked).parameters
         granted = tuple(sorted(set(capabilities or ())))
         declared.append(CommandSpec(name, description, declared_params, checked, takes_context, granted))

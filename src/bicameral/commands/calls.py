@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from bicameral.commands import PARAM_TYPES, CommandContext, CommandSpec, Fetch, Param
+from bicameral.commands import PARAM_TYPES, CommandContext, CommandSpec, Fetch, FilesFor, Param
 from bicameral.commands.process import ChildFailed, ChildTimedOut, Confinement, ask
 from bicameral.failures import owner_command_failed, owner_command_timed_out
 
@@ -90,16 +90,18 @@ def schema(spec: CommandSpec) -> dict[str, Any]:
 
 async def call(
     spec: CommandSpec, arguments: dict[str, Any], context: CommandContext, *, timeout: float, fetch: Fetch | None = None,
-    confinement: Confinement | None = None,
+    confinement: Confinement | None = None, files: FilesFor | None = None,
 ) -> tuple[str, bool]:
     """Run the command in a child process of its own under `timeout`: (its answer as text, True) or (a sentence saying
-    it failed, False). A command granted `network` may ask for pages; `fetch` gets them here."""
+    it failed, False). A command granted `network` may ask for pages; `fetch` gets them here. One granted `files` may
+    read and write the asking chat's workspace, and only that one: `files(context.chat)`."""
     who = {"sender_id": context.sender_id, "sender_name": context.sender_name, "chat": context.chat,
            "channel": context.channel, "is_owner": context.is_owner}
     granted = fetch if "network" in spec.capabilities else None
+    workspace = files(context.chat) if files is not None and "files" in spec.capabilities else None
     try:
         answer = await ask(Path(spec.path), {"mode": "call", "arguments": arguments, "context": who},
-                           timeout=timeout, fetch=granted, confinement=confinement)
+                           timeout=timeout, fetch=granted, files=workspace, confinement=confinement)
     except ChildTimedOut:
         log.warning("command /%s in %s ran past %g s and was stopped", spec.name, context.chat, timeout)
         return owner_command_timed_out(spec.name, timeout), False

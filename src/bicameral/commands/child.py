@@ -1,5 +1,5 @@
 """Run as `python -I -m bicameral.commands.child` with no environment: loads one command file, then describes or calls
-it, speaking JSON lines (a request in on stdin; `fetch` asks and the answer out on the saved stdout)."""
+it, speaking JSON lines (a request in on stdin; `fetch` and `files` asks and the answer out on the saved stdout)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,23 @@ import bicameral.commands as declaring
 from bicameral.commands import CommandContext, CommandSpec
 
 _OUT: IO[str] = sys.stdout
+_ASKING = asyncio.Lock()  # one question at a time: each answer on stdin belongs to the question before it
 
 
 def _send(message: dict[str, Any]) -> None:
-    _OUT.write(json.dumps(message) + "\n")
+    _OUT.write(json.dumps(message, ensure_ascii=False) + "\n")
     _OUT.flush()
+
+
+async def _ask(question: dict[str, Any]) -> Any:
+    """Ask the assistant (a fetch, a file) and wait for its answer on stdin; its refusal raises ValueError."""
+    async with _ASKING:
+        _send(question)
+        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    answer = json.loads(line or "{}")
+    if "error" in answer or "text" not in answer:
+        raise ValueError(answer.get("error", "no answer from the assistant"))
+    return answer["text"]
 
 
 def _load(path: str, module_name: str) -> list[CommandSpec]:
@@ -37,19 +49,30 @@ def _describe(spec: CommandSpec) -> dict[str, Any]:
 
 async def _fetch(url: str) -> str:
     """`context.fetch`: asked of the assistant, which fetches under web_fetch's rules and answers on stdin."""
-    _send({"fetch": url})
-    line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-    answer = json.loads(line or "{}")
-    if "text" not in answer:
-        raise ValueError(answer.get("error", "no answer to the fetch"))
-    return str(answer["text"])
+    return str(await _ask({"fetch": url}))
+
+
+class _Files:
+    """`context.files`: asked of the assistant, which reads and writes the chat's workspace under the file tools' rules."""
+
+    async def read(self, path: str) -> str:
+        return str(await _ask({"files": {"op": "read", "path": path}}))
+
+    async def write(self, path: str, text: str) -> None:
+        await _ask({"files": {"op": "write", "path": path, "text": text}})
+
+    async def list(self, path: str = ".") -> list[str]:
+        return [str(name) for name in await _ask({"files": {"op": "list", "path": path}})]
 
 
 async def _call(spec: CommandSpec, request: dict[str, Any]) -> Any:
     kwargs = dict(request["arguments"])
     if spec.takes_context:
-        granted = "network" in spec.capabilities and request.get("fetch", False)
-        kwargs["context"] = CommandContext(**request["context"], fetch=_fetch if granted else None)
+        fetch = "network" in spec.capabilities and request.get("fetch", False)
+        files = "files" in spec.capabilities and request.get("files", False)
+        kwargs["context"] = CommandContext(
+            **request["context"], fetch=_fetch if fetch else None, files=_Files() if files else None
+        )
     assert spec.handler is not None
     return await spec.handler(**kwargs)
 

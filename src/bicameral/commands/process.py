@@ -1,5 +1,5 @@
 """The assistant's side of a command's child process: started with no environment under CPU and memory limits, asked one
-thing in JSON lines, a `fetch` it asks for answered, killed at its time limit. No command code runs in the assistant."""
+thing in JSON lines, its `fetch` and `files` asks answered, killed at its time limit. No command code runs in the assistant."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bicameral.commands import Fetch
+from bicameral.commands import Fetch, Files
 from bicameral.sandbox.bwrap import DROP_TO_SANDBOX_USER, INSIDE_WORKSPACE, SANDBOX_UID, bwrap_options, options_data
 
 Spawn = Callable[..., Awaitable[asyncio.subprocess.Process]]
@@ -24,7 +24,7 @@ MODULE_PREFIX = "bicameral_command_"
 CHILD = "bicameral.commands.child"
 
 MEMORY_BYTES = 512 << 20
-MAX_LINE = 1 << 20
+MAX_LINE = 16 << 20  # a `files` write of the file tools' largest (2 MB), escaped as JSON
 
 
 class ChildFailed(RuntimeError):
@@ -54,10 +54,11 @@ class Confinement:
 
 
 async def ask(
-    path: Path, request: dict[str, Any], *, timeout: float, fetch: Fetch | None = None,
+    path: Path, request: dict[str, Any], *, timeout: float, fetch: Fetch | None = None, files: Files | None = None,
     spawn: Spawn = asyncio.create_subprocess_exec, confinement: Confinement | None = None,
 ) -> dict[str, Any]:
-    """Start the child for the command file at `path`, send `request`, answer its fetches; its last message."""
+    """Start the child for the command file at `path`, send `request`, answer its fetches and file asks; its last
+    message."""
     with tempfile.TemporaryDirectory(prefix="bicameral-call-") as empty:
         fds: tuple[int, ...] = ()
         if confinement is None:
@@ -74,7 +75,7 @@ async def ask(
             for fd in fds:
                 os.close(fd)
         try:
-            return await asyncio.wait_for(_exchange(proc, inside, request, fetch), timeout)
+            return await asyncio.wait_for(_exchange(proc, inside, request, fetch, files), timeout)
         except TimeoutError:
             raise ChildTimedOut(f"still running after {timeout:g} s") from None
         finally:
@@ -100,13 +101,19 @@ def _confined(confinement: Confinement, path: Path, empty: Path) -> tuple[list[s
     return argv, (fd,), Path(INSIDE_WORKSPACE) / path.name
 
 
-async def _exchange(proc: asyncio.subprocess.Process, path: Path, request: dict[str, Any], fetch: Fetch | None) -> dict[str, Any]:
+async def _exchange(
+    proc: asyncio.subprocess.Process, path: Path, request: dict[str, Any], fetch: Fetch | None, files: Files | None
+) -> dict[str, Any]:
     assert proc.stdin is not None and proc.stdout is not None
-    first = {**request, "path": str(path), "module": MODULE_PREFIX + path.stem, "fetch": fetch is not None}
+    module = MODULE_PREFIX + path.stem
+    first = {**request, "path": str(path), "module": module, "fetch": fetch is not None, "files": files is not None}
     proc.stdin.write((json.dumps(first) + "\n").encode())
     await proc.stdin.drain()
     while True:
-        line = await proc.stdout.readline()
+        try:
+            line = await proc.stdout.readline()
+        except ValueError:  # longer than MAX_LINE
+            raise ChildFailed("it sent a line too long to read") from None
         if not line:
             raise ChildFailed(f"it ended without an answer (exit code {await proc.wait()})")
         try:
@@ -115,9 +122,13 @@ async def _exchange(proc: asyncio.subprocess.Process, path: Path, request: dict[
             raise ChildFailed("it answered something that is not JSON") from None
         if not isinstance(message, dict):
             raise ChildFailed("it answered something that is not an object")
-        if "fetch" not in message:
+        if "fetch" in message:
+            answer = await _fetched(fetch, str(message["fetch"]))
+        elif "files" in message:
+            answer = await _filed(files, message["files"])
+        else:
             return message
-        proc.stdin.write((json.dumps(await _fetched(fetch, str(message["fetch"]))) + "\n").encode())
+        proc.stdin.write((json.dumps(answer) + "\n").encode())
         await proc.stdin.drain()
 
 
@@ -128,3 +139,22 @@ async def _fetched(fetch: Fetch | None, url: str) -> dict[str, str]:
         return {"text": await fetch(url)}
     except ValueError as exc:
         return {"error": str(exc)}
+
+
+async def _filed(files: Files | None, asked: Any) -> dict[str, Any]:
+    """A `files` ask (read, write or list a path) answered by the chat's workspace, or the sentence refusing it."""
+    if files is None:
+        return {"error": "this command was not granted files"}
+    if not isinstance(asked, dict) or not isinstance(path := asked.get("path"), str):
+        return {"error": "a files request names a path"}
+    try:
+        if asked.get("op") == "read":
+            return {"text": await files.read(path)}
+        if asked.get("op") == "write" and isinstance(text := asked.get("text"), str):
+            await files.write(path, text)
+            return {"text": None}
+        if asked.get("op") == "list":
+            return {"text": await files.list(path)}
+    except ValueError as exc:
+        return {"error": str(exc)}
+    return {"error": "files can read, write or list"}

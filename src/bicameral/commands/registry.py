@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bicameral.commands import CommandContext, Fetch
+from bicameral.commands import CommandContext, Fetch, FilesFor
 from bicameral.commands.calls import BadArguments, call, parse_typed
 from bicameral.commands.history import CommandHistory, Git, run_git
 from bicameral.commands.loader import CommandSet, load_folder
@@ -35,10 +35,11 @@ class Commands:
 
     def __init__(
         self, config: CommandsConfig, *, reserved: Callable[[], frozenset[str]] = lambda: frozenset(),
-        spawn: Spawn | None = None, git: Git = run_git, fetch: Fetch | None = None,
+        spawn: Spawn | None = None, git: Git = run_git, fetch: Fetch | None = None, files: FilesFor | None = None,
     ) -> None:
         self.config = config
         self.fetch = fetch  # what a command granted `network` may call; None: no network for any
+        self.files = files  # a chat's workspace, for a command granted `files`; None: no files for any
         # bubblewrap around every command's child process; None: the child runs unconfined, and `unconfined` says why
         self.confinement: Confinement | None = None
         self.unconfined: str | None = None
@@ -109,6 +110,7 @@ class Commands:
         except BadArguments as exc:
             return f"I can't run that: {exc}"
         answer, _ = await call(
-            spec, arguments, context, timeout=self.config.call_timeout_seconds, fetch=self.fetch, confinement=self.confinement
+            spec, arguments, context, timeout=self.config.call_timeout_seconds, fetch=self.fetch, confinement=self.confinement,
+            files=self.files,
         )
         return answer

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bicameral.commands import CommandContext, CommandSpec, Fetch
+from bicameral.commands import CommandContext, CommandSpec, Fetch, FilesFor
 from bicameral.commands.calls import BadArguments, call, check_arguments, schema
 from bicameral.commands.process import Confinement
 from bicameral.commands.registry import Commands
@@ -42,11 +42,13 @@ class CreateArgs(BaseModel):
     )
     request: str = Field(default="", max_length=2000, description="The owner's request in their words (the commit message).")
     replace: bool = Field(default=False, description="True to change an existing command.")
-    capabilities: list[Literal["network"]] = Field(
+    capabilities: list[Literal["network", "files"]] = Field(
         default_factory=list,
         description=(
             "Only what the owner explicitly granted. `network`: the handler may `await context.fetch(url)` (a public "
-            'page\'s text, under web_fetch\'s rules); the code then declares `capabilities=["network"]`.'
+            "page's text, under web_fetch's rules). `files`: it may `await context.files.read(path)`, "
+            "`.write(path, text)` and `.list(path)` in the asking chat's workspace (under the file tools' rules). "
+            'The code then declares them: `capabilities=["network"]`. A refusal raises ValueError.'
         ),
     )
 
@@ -170,11 +172,13 @@ class CommandTool(Tool[Any]):
     args_model = CommandArgs
 
     def __init__(
-        self, spec: CommandSpec, timeout: float, fetch: Fetch | None = None, confinement: Confinement | None = None
+        self, spec: CommandSpec, timeout: float, fetch: Fetch | None = None, confinement: Confinement | None = None,
+        files: FilesFor | None = None,
     ) -> None:
         self.spec = spec
         self.timeout = timeout
         self.fetch = fetch
+        self.files = files
         self.confinement = confinement
         self.name = TOOL_PREFIX + spec.name  # type: ignore[misc]
         self.description = f"The owner's command /{spec.name}: {spec.description}"  # type: ignore[misc]
@@ -193,7 +197,8 @@ class CommandTool(Tool[Any]):
             channel=ctx.chat.split(":", 1)[0], is_owner=ctx.is_owner,
         )
         text, ok = await call(
-            self.spec, arguments, context, timeout=self.timeout, fetch=self.fetch, confinement=self.confinement
+            self.spec, arguments, context, timeout=self.timeout, fetch=self.fetch, confinement=self.confinement,
+            files=self.files,
         )
         return ToolResult(text, is_error=not ok)
 
@@ -202,7 +207,8 @@ def command_tools(commands: Commands) -> list[Tool[Any]]:
     """The current commands as tools (`cmd_<name>`), built from the registry each time tools are offered."""
     timeout = commands.config.call_timeout_seconds
     return [
-        CommandTool(spec, timeout, commands.fetch, commands.confinement) for spec in commands.current.commands.values()
+        CommandTool(spec, timeout, commands.fetch, commands.confinement, commands.files)
+        for spec in commands.current.commands.values()
     ]
 
 

@@ -92,20 +92,20 @@ class _Place:
         return shown(self.parts)
 
 
-def _place(ctx: ToolContext, given: str) -> _Place:
-    root = workspace_for(ctx.data_dir, ctx.chat).resolve()
+def place_in(data_dir: Path, chat: str, given: str) -> _Place:
+    root = workspace_for(data_dir, chat).resolve()
     return _Place(root, resolve_inside(root, given).relative_to(root).parts)
 
 
-def _refused(given: str, exc: PathRefused | OSError, *, missing: str = "file") -> ToolResult:
-    """One clear sentence for a path that could not be used."""
+def refusal(given: str, exc: PathRefused | OSError, *, missing: str = "file") -> str:
+    """One clear sentence for a path that could not be used (the file tools' and a command's `context.files`)."""
     if isinstance(exc, PathRefused):
-        return ToolResult.error(str(exc))
+        return str(exc)
     if isinstance(exc, FileNotFoundError):
-        return ToolResult.error(f"no {missing} {given!r} in the workspace")
+        return f"no {missing} {given!r} in the workspace"
     if isinstance(exc, IsADirectoryError):
-        return ToolResult.error(f"{given!r} is a directory")
-    return ToolResult.error(f"cannot use {given!r}: {exc.strerror or exc}")
+        return f"{given!r} is a directory"
+    return f"cannot use {given!r}: {exc.strerror or exc}"
 
 
 class ReadFile(Tool[ReadArgs]):
@@ -116,7 +116,7 @@ class ReadFile(Tool[ReadArgs]):
 
     async def run(self, args: ReadArgs, ctx: ToolContext) -> ToolResult:
         try:
-            place = _place(ctx, args.path)
+            place = place_in(ctx.data_dir, ctx.chat, args.path)
             if not place.parts:
                 return ToolResult.error(f"{args.path!r} is the workspace itself; list it with list_files")
             with folder(place.root, place.parts[:-1]) as parent:
@@ -129,7 +129,7 @@ class ReadFile(Tool[ReadArgs]):
                 finally:
                     os.close(fd)
         except (PathRefused, OSError) as exc:
-            return _refused(args.path, exc)
+            return ToolResult.error(refusal(args.path, exc))
         if not data and size:
             return ToolResult(f"[offset {args.offset} is the end of the file (size {size} bytes); there is no more]")
         text = data.decode("utf-8", errors="replace")
@@ -152,13 +152,13 @@ class WriteFile(Tool[WriteArgs]):
         if len(data) > MAX_WRITE_BYTES:
             return ToolResult.error(f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}")
         try:
-            place = _place(ctx, args.path)
+            place = place_in(ctx.data_dir, ctx.chat, args.path)
             if not place.parts:
                 return ToolResult.error(f"{args.path!r} is a directory")
             with folder(place.root, place.parts[:-1], make=True) as parent:
                 replace_file(parent, place.parts[-1], data)
         except (PathRefused, OSError) as exc:
-            return _refused(args.path, exc)
+            return ToolResult.error(refusal(args.path, exc))
         return ToolResult(f"wrote {len(data)} bytes to {place.shown}")
 
 
@@ -173,7 +173,7 @@ class EditFile(Tool[EditArgs]):
             if problem := lone_surrogate(field, value):
                 return ToolResult.error(problem)
         try:
-            place = _place(ctx, args.path)
+            place = place_in(ctx.data_dir, ctx.chat, args.path)
             if not place.parts:
                 return ToolResult.error(f"{args.path!r} is a directory")
             with folder(place.root, place.parts[:-1]) as parent:
@@ -197,7 +197,7 @@ class EditFile(Tool[EditArgs]):
                     return ToolResult.error(f"the edited file would be {len(updated)} bytes; the limit is {MAX_WRITE_BYTES}")
                 replace_file(parent, place.parts[-1], updated)
         except (PathRefused, OSError) as exc:
-            return _refused(args.path, exc)
+            return ToolResult.error(refusal(args.path, exc))
         return ToolResult(f"edited {place.shown}")
 
 
@@ -209,7 +209,7 @@ class ListFiles(Tool[ListArgs]):
 
     async def run(self, args: ListArgs, ctx: ToolContext) -> ToolResult:
         try:
-            place = _place(ctx, args.path)
+            place = place_in(ctx.data_dir, ctx.chat, args.path)
         except PathRefused as exc:
             return ToolResult.error(str(exc))
         return await in_tool_thread(ctx.chat, _listing, place, args.path)
@@ -230,7 +230,7 @@ def _listing(place: _Place, given: str) -> ToolResult:
             if walk.cut:
                 lines.append("[a folder too large or too deep was not listed whole]")
     except (PathRefused, OSError) as exc:
-        return _refused(given, exc, missing="directory")
+        return ToolResult.error(refusal(given, exc, missing="directory"))
     return ToolResult("\n".join(lines) or ("the workspace is empty" if not place.parts else f"{given!r} is empty"))
 
 
@@ -244,7 +244,7 @@ class SearchFiles(Tool[SearchArgs]):
         if problem := lone_surrogate("pattern", args.pattern):
             return ToolResult.error(problem)
         try:
-            place = _place(ctx, args.path)
+            place = place_in(ctx.data_dir, ctx.chat, args.path)
         except PathRefused as exc:
             return ToolResult.error(str(exc))
         return await in_tool_thread(ctx.chat, _search, args.pattern, place, args.path)
@@ -284,7 +284,7 @@ def _search(pattern_text: str, place: _Place, given: str) -> ToolResult:
                             return ToolResult("\n".join(hits) + f"\n[cut at {MAX_SEARCH_HITS} matches]")
                 searched += 1
     except (PathRefused, OSError) as exc:
-        return _refused(given, exc, missing="file or directory")
+        return ToolResult.error(refusal(given, exc, missing="file or directory"))
     return ToolResult("\n".join(hits) or "no matches")
 
 
