@@ -372,4 +372,5 @@ class Capabilities:
     typing: bool = True
     files: bool = True
     threads: bool = False
+    buttons: bool = True  # without them a choice's labels are numbered, and a typed number or label answers
     extra: dict[str, bool] = field(default_factory=dict)

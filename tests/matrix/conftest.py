@@ -41,7 +41,7 @@ async def matrix_app(make_settings, synapse, matrix_user):
     bot = matrix_user("bot", "Archie")
     apps: list[App] = []
 
-    async def start(*, allowed=(), telegram=False, **overrides) -> App:
+    async def start(*, allowed=(), telegram=False, extra_tools=(), **overrides) -> App:
         extra = {} if telegram else {"telegram_token": None}
         settings = make_settings(
             matrix_homeserver=synapse.url, matrix_user_id=bot.user_id, matrix_password=bot.password, **extra, **overrides
@@ -49,7 +49,7 @@ async def matrix_app(make_settings, synapse, matrix_user):
         access = settings.resolved_access_path
         access.parent.mkdir(parents=True, exist_ok=True)
         access.write_text(json.dumps({"policy": "allowlist", "allowed_users": list(allowed), "allowed_chats": []}))
-        app = App(settings, configured_channels(settings))
+        app = App(settings, configured_channels(settings), extra_tools=list(extra_tools))
         await app.start()
         apps.append(app)
         return app

@@ -156,7 +156,7 @@ class App:
         self.approvals = Approvals(
             ApprovalStore(self.stores.db), self.stores.messages, self.outbox.perform, owner_id=owners(settings),
             ask_before=AskBefore(load_plugins(settings.resolved_plugins_path).ask_before),
-            timeout=settings.approval_timeout_seconds, redact=self.stores.redact, clock=self._clock,
+            timeout=settings.approval_timeout_seconds, redact=self.stores.redact, clock=self._clock, channels=self.channels,
         )
         self.stores.skills.hide(load_plugins(settings.resolved_plugins_path).skills_disabled)  # in every mode
         # A later tool of the same name replaces an earlier one: the web tools get their limits, tests their fakes.
@@ -256,7 +256,8 @@ class App:
             from bicameral.claude_code.executor import ClaudeCodeExecutor
 
             caps = self.models.caps.refusal_text if self.models.caps.active else None
-            executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry, check=caps)
+            executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry, check=caps,
+                                                    channels=self.channels)
         else:
             back_model = self.models.for_role(self._given_models[0], settings.back_model, "back")
             sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
+from bicameral.events import (
+    TRUSTED_CHANNELS,
+    Action,
+    ActionResult,
+    Capabilities,
+    CommandMenu,
+    Inbound,
+    OwnerId,
+    chat_key,
+    owner_on,
+    split_chat_key,
+)
 
 
 @dataclass(frozen=True)
@@ -54,3 +65,27 @@ class Channel(Protocol):
 
     async def show_commands(self, menu: CommandMenu) -> None:
         """Show each person the commands they may use, where the platform has a menu; never raises."""
+
+
+@runtime_checkable
+class DirectRooms(Protocol):
+    """A channel whose DMs are rooms of their own, not the person's id (Matrix): it knows which room is whose DM."""
+
+    def is_direct_with(self, chat: str, user: str) -> bool:
+        """Whether `chat` is the channel's DM with `user`."""
+
+
+def own_chats(owner_id: OwnerId, channels: Sequence[Channel]) -> Callable[[str], bool]:
+    """Whether a chat is the owner's own: a trusted local channel's, the chat their user id names (a Telegram DM), or
+    on a channel whose DMs are rooms of their own, the room that is their DM."""
+
+    def own(chat: str) -> bool:
+        channel, _ = split_chat_key(chat)
+        owner = owner_on(owner_id, channel)
+        if channel in TRUSTED_CHANNELS or (owner is not None and chat == chat_key(channel, owner)):
+            return True
+        return owner is not None and any(
+            c.name == channel and isinstance(c, DirectRooms) and c.is_direct_with(chat, owner) for c in channels
+        )
+
+    return own

@@ -39,7 +39,7 @@ CHAT = chat_key("terminal", "local")
 
 class TerminalChannel:
     name = "terminal"
-    capabilities = Capabilities(max_text=1_000_000, typing=False, threads=False)
+    capabilities = Capabilities(max_text=1_000_000, typing=False, threads=False, buttons=False)
 
     def __init__(
         self,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bicameral import prompts
+from bicameral.channels.base import Channel, own_chats
 from bicameral.claude_code.config import ClaudeCodeConfig, WorkerConfig
 from bicameral.claude_code.exchange import Prompt, PromptImage, prompt_images
 from bicameral.claude_code.failures import Recovery
@@ -15,7 +16,6 @@ from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker
 from bicameral.config import child_process_env
 from bicameral.context.memory import prompt_note, task_reach
-from bicameral.events import TRUSTED_CHANNELS, chat_key, owner_on
 from bicameral.failures import failure_sentence, stopped_task
 from bicameral.mcp.plugins import load_plugins, visible_tools
 from bicameral.mcp.server import McpToolServer
@@ -43,8 +43,10 @@ class ClaudeCodeExecutor(Executor):
     def __init__(
         self, config: ClaudeCodeConfig, stores: Stores, registry: ToolRegistry,
         check: Callable[[tuple[str, ...]], str | None] | None = None,
+        channels: Sequence[Channel] = (),
     ) -> None:
         self._config = config
+        self._own = own_chats(config.owner_id, channels)  # as the channels know them: a Matrix DM is a room of its own
         self._check = check  # the spending caps, before each CLI turn (its own calls are not counted)
         self._stores = stores
         self._plugins = load_plugins(config.plugins_path)
@@ -138,6 +140,4 @@ class ClaudeCodeExecutor(Executor):
 
     def _owner_chat(self, chat: str) -> bool:
         """A task from the owner's own chat (their DM, or a trusted local channel) may use what the owner unlocked."""
-        channel = chat.split(":", 1)[0]
-        owner = owner_on(self._config.owner_id, channel)
-        return channel in TRUSTED_CHANNELS or (owner is not None and chat == chat_key(channel, owner))
+        return self._own(chat)

@@ -44,7 +44,7 @@ def _nowhere(who: str, text: str, key: str | None = None, *, edit: bool = False)
 
 class WebChannel:
     name = WEB
-    capabilities = Capabilities(max_text=100_000, typing=False, threads=False)
+    capabilities = Capabilities(max_text=100_000, typing=False, threads=False, buttons=False)
 
     def __init__(self, bot_name: str, *, clock: Clock = time.time) -> None:
         self._bot_name = bot_name

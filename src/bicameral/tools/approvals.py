@@ -14,6 +14,10 @@ checked here, between the questions and the console:
 - anyone else's press, forged or unknown data, another chat or message, a second press, a press after the timeout:
   refused in the press's answer, and nothing runs.
 
+Where there are no buttons (the terminal, the dashboard, Matrix: `Capabilities.buttons`) the owner types 1/approve or
+2/deny in the asked chat; on Matrix the request to `matrix:<owner>` lands in the owner's DM room, which counts as that
+chat (`channels.base.own_chats`).
+
 A waiting call that dies with the process leaves its approval open: the turn that runs again after a restart and
 asks for the same call waits on it (its buttons still on screen) instead of asking twice.
 """
@@ -27,11 +31,12 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
+from bicameral.channels.base import Channel, own_chats
 from bicameral.events import (
     TRUSTED_CHANNELS,
     AnswerPress,
@@ -41,6 +46,7 @@ from bicameral.events import (
     Role,
     SendText,
     chat_key,
+    is_owner,
     owner_on,
     sender_role,
     split_chat_key,
@@ -62,7 +68,7 @@ APPROVE, DENY = "Approve", "Deny"
 _DATA = re.compile(r"a:([A-Za-z0-9_-]{8,32}):([01])")
 _PATTERN = re.compile(r"[A-Za-z0-9_.*-]{1,200}")
 _MAX_ARGS_CHARS = 300
-# At the terminal (no buttons; the labels are listed by number) the owner types the answer.
+# Where there are no buttons (the terminal, the dashboard, Matrix: the labels are numbered) the owner types the answer.
 _TYPED = {"1": True, APPROVE.casefold(): True, "2": False, DENY.casefold(): False}
 
 
@@ -104,8 +110,12 @@ class Approvals:
         timeout: float,
         redact: Callable[[str], str],
         clock: Clock = time.time,
+        channels: Sequence[Channel] = (),
     ) -> None:
         self._store = store
+        # Channels without buttons, where the owner types 1/approve or 2/deny; their own chats as the channels know them.
+        self._typed_on = TRUSTED_CHANNELS | {c.name for c in channels if not c.capabilities.buttons}
+        self._own = own_chats(owner_id, channels)
         self._messages = messages
         self._perform = perform  # through the outbox: the asking message, the press's answer, the closing edit
         self._owner_id = owner_id
@@ -163,7 +173,7 @@ class Approvals:
     def _owner_chat(self, chat: str) -> str | None:
         """Where the owner is asked: their private chat on the asking chat's channel (the terminal is theirs)."""
         channel, _ = split_chat_key(chat)
-        if channel in TRUSTED_CHANNELS:
+        if channel in TRUSTED_CHANNELS or self._own(chat):
             return chat
         owner = owner_on(self._owner_id, channel)
         return None if owner is None else chat_key(channel, owner)
@@ -194,8 +204,8 @@ class Approvals:
 
     async def take(self, inbound: Inbound) -> Inbound | None:
         """What goes on: anything but an approval's press unchanged; an approval's press is consumed here (and at the
-        terminal, which has no buttons, the owner's typed 1/approve or 2/deny while a call waits)."""
-        if inbound.kind == "message" and inbound.channel in TRUSTED_CHANNELS:
+        channels without buttons, the owner's typed 1/approve or 2/deny in the approval's chat while a call waits)."""
+        if inbound.kind == "message" and inbound.channel in self._typed_on:
             return await self._typed(inbound)
         if inbound.kind != "press" or inbound.press is None or not inbound.press.data.startswith(PRESS_PREFIX):
             return inbound
@@ -218,11 +228,11 @@ class Approvals:
 
     async def _typed(self, inbound: Inbound) -> Inbound | None:
         words = inbound.text.strip().casefold()
-        if words not in _TYPED:
+        if words not in _TYPED or not is_owner(inbound, self._owner_id):
             return inbound
         for token, waiter in reversed(self._waiting.items()):
             approval = self._store.get(token)
-            if approval is None or waiter.done() or approval.owner_chat != inbound.chat:
+            if approval is None or waiter.done() or not self._asked_in(approval.owner_chat, inbound.chat):
                 continue
             approve = _TYPED[words]
             if self._store.close(token, "approved" if approve else "denied", self._clock()):
@@ -230,6 +240,13 @@ class Approvals:
                 waiter.set_result(approve)
                 return None
         return inbound
+
+    def _asked_in(self, owner_chat: str, chat: str) -> bool:
+        """Whether `chat` is where the approval was asked: the same chat, or the owner's DM room that their user id
+        stood for when it was sent (Matrix: `matrix:@owner:server` is sent to the room that is the DM)."""
+        channel, _ = split_chat_key(chat)
+        owner = owner_on(self._owner_id, channel)
+        return owner_chat == chat or (owner is not None and owner_chat == chat_key(channel, owner) and self._own(chat))
 
     def sieve(self, then: Callable[[Inbound], Awaitable[None]]) -> Callable[[Inbound], Awaitable[None]]:
         """`then`, with approvals' presses taken out first."""

@@ -78,9 +78,8 @@ class ActionPerformer:
         """Our DM with `user`: a room of just the two of us, found among our rooms or opened (and remembered)."""
         if user in self._direct:
             return self._direct[user]
-        for room_id, room in self._client.rooms.items():
-            # A DM: just the two of us in an unnamed room that was not upgraded away.
-            if user in room.users and room.member_count == 2 and room.is_group and not room.replacement_room:
+        for room_id in self._client.rooms:
+            if self.is_direct_with(room_id, user):
                 self._direct[user] = room_id
                 return str(room_id)
         made = await self._client.room_create(is_direct=True, invite=[user])
@@ -88,6 +87,12 @@ class ActionPerformer:
             raise OSError(f"could not open a DM with {user}: {getattr(made, 'message', made)}")
         self._direct[user] = made.room_id
         return str(made.room_id)
+
+    def is_direct_with(self, room_id: str, user: str) -> bool:
+        """Whether this room is a DM with `user`: just the two of us in an unnamed room that was not upgraded away."""
+        room = self._client.rooms.get(room_id)
+        return (room is not None and user in room.users and room.member_count == 2 and room.is_group
+                and not room.replacement_room)
 
     async def _send_text(self, room: str, action: SendText) -> ActionResult:
         text = action.text

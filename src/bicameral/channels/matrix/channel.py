@@ -24,7 +24,7 @@ from bicameral.backoff import Backoff
 from bicameral.channels.base import Cursor, InboundSink, OnEnd
 from bicameral.channels.downloads import AttachmentSaver
 from bicameral.errors import ConfigError
-from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound
+from bicameral.events import Action, ActionResult, Capabilities, CommandMenu, Inbound, split_chat_key
 from bicameral.redaction import Redactor
 from bicameral.types import Sleep
 
@@ -64,7 +64,7 @@ class MatrixChannel:
     """Receives Matrix room messages as Inbound values and performs Actions in the rooms."""
 
     name = CHANNEL
-    capabilities = Capabilities(max_text=MAX_TEXT, threads=True)
+    capabilities = Capabilities(max_text=MAX_TEXT, threads=True, buttons=False)
 
     def __init__(self, config: MatrixConfig, *, sleep: Sleep = asyncio.sleep) -> None:
         if not config.homeserver.startswith(("http://", "https://")):
@@ -125,6 +125,11 @@ class MatrixChannel:
 
     async def show_commands(self, menu: CommandMenu) -> None:
         """Matrix has no command menu: /help lists them."""
+
+    def is_direct_with(self, chat: str, user: str) -> bool:
+        """Whether `chat` is our DM with `user` (the room a message to `matrix:<user>` goes to), as the rooms stand."""
+        channel, room = split_chat_key(chat)
+        return channel == CHANNEL and self._actions.is_direct_with(room, user)
 
     # --- receiving ---
 
