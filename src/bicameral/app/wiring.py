@@ -122,9 +122,14 @@ class App:
         """Open the stores, build the chamber, start it and every channel, then replay pending messages."""
         settings = self.settings
         started_at = self._clock()  # /health's uptime counts from here
-        self.stores = open_stores(settings)
-        self._started = True
+        # Before the database: a second assistant on this data dir stops here, having touched nothing.
         self.held = Running(settings, self._clock)  # the lock restore checks; the nightly backups
+        try:
+            self.stores = open_stores(settings)
+        except BaseException:
+            await self.held.close()
+            raise
+        self._started = True
         self.models = AppModels(settings, self.mode, self.stores, self._clock)
         loop = asyncio.get_running_loop()
         reserve = DiskReserve(settings.data_dir, settings.disk_reserve_mb << 20,

@@ -1,4 +1,4 @@
-"""Whether an assistant runs on a data dir: each one holds a shared lock on `<data>/bicameral.lock` while it runs."""
+"""Whether an assistant runs on a data dir: each one holds a lock on `<data>/bicameral.lock` while it runs."""
 
 from __future__ import annotations
 
@@ -17,28 +17,39 @@ INSTANCE_NAME = "instance_id"  # made on the first start; a backup carries it, a
 
 
 class RunningLock:
-    """Held, shared, by a running assistant (the kernel drops it when the process ends, however it ends).
+    """Held by a running assistant (the kernel drops it when the process ends, however it ends).
 
-    Shared, so a second process on the same data dir is not stopped by it; `restore` asks for it exclusively.
+    Exclusive on an embedded SQLite database, so a second assistant on the same data dir stops before it touches
+    anything; shared when several workers share a data dir and a database server. `restore` asks for it
+    exclusively either way.
     """
 
     def __init__(self, data_dir: Path) -> None:
         self._path = data_dir / LOCK_NAME
         self._fd: int | None = None
 
-    def hold(self, *, tries: int = 20, pause: float = 0.05) -> None:
+    def hold(self, *, alone: bool = False, tries: int = 20, pause: float = 0.05) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
         for _ in range(tries):
             try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
             except BlockingIOError:
-                # `is_running` (a health check) holds it for a moment; a restore holds it for as long as it runs.
+                # `is_running` (a health check) holds it for a moment; a restore or another assistant for longer.
                 time.sleep(pause)
                 continue
             self._fd = fd
+            _say_who(fd, "run")
             return
+        holder = _holder(fd)
         os.close(fd)
-        raise BackupError(f"a restore into {self._path.parent} is under way: start the assistant once it ends")
+        if holder.startswith("restore"):
+            raise BackupError(f"a restore into {self._path.parent} is under way: start the assistant once it ends")
+        raise BackupError(
+            f"another assistant is running on {self._path.parent} ({holder or 'its pid unknown'}): stop it, or give "
+            "this one its own BICAMERAL_DATA_DIR"
+        )
 
     def release(self) -> None:
         if self._fd is not None:
@@ -47,7 +58,7 @@ class RunningLock:
 
 
 @contextmanager
-def exclusive(data_dir: Path) -> Iterator[None]:
+def exclusive(data_dir: Path, *, restoring: bool = True) -> Iterator[None]:
     """The data dir for this process alone, or a BackupError when an assistant runs on it."""
     data_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
@@ -56,6 +67,8 @@ def exclusive(data_dir: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise BackupError(f"the assistant is running on {data_dir}: stop it first, then restore") from None
+        if restoring:
+            _say_who(fd, "restore")
         yield
     finally:
         os.close(fd)
@@ -66,7 +79,7 @@ def is_running(data_dir: Path) -> bool:
     if not (data_dir / LOCK_NAME).exists():
         return False
     try:
-        with exclusive(data_dir):
+        with exclusive(data_dir, restoring=False):
             return False
     except BackupError:
         return True
@@ -90,3 +103,19 @@ def instance_id(data_dir: Path, *, create: bool = True) -> str | None:
     finally:
         partial.unlink()
     return made
+
+
+def _say_who(fd: int, role: str) -> None:
+    """Note in the lock file who holds it (shared holders each write the same kind of line), for the one refused."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{role} pid {os.getpid()}\n".encode("ascii"), 0)
+    except OSError:  # a full disk: the lock still holds, only the note is missing
+        pass
+
+
+def _holder(fd: int) -> str:
+    try:
+        return os.pread(fd, 100, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
