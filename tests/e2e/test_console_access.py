@@ -281,8 +281,11 @@ async def test_wrong_guesses_are_limited_and_never_logged(telegram, models, star
     assert f"pairing: a wrong or used-up code from telegram:{STRANGER}" in logged
     assert not [guess for guess in guesses if guess in stored_texts(app)]
     # The right code was not spent on the ignored try: someone else can still use it.
+    owner_heard = len(telegram.sent_messages(OWNER))
     telegram.user_sends(FRIEND, code)
     assert (await telegram.await_sent(FRIEND, 1))[0]["text"] == WELCOME
+    # The owner is told of the join; wait for it, so it is not taken for the answer to the next /pair.
+    assert "joined with a pairing code" in (await telegram.await_sent(OWNER, owner_heard + 1))[-1]["text"]
     # Once the window has passed the stranger may try again.
     clock.now += 601
     again = code_in(await ask(telegram, "/pair"))
