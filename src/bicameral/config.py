@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
 from ipaddress import ip_network
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -64,34 +63,12 @@ def allow_host_entry(entry: str) -> str:
     )
 
 
-# What a child process (the `claude` executor) may inherit from ours: an allowlist of paths, locale,
-# time zone and certificates. Its home, config dir, credentials and proxy are never inherited: the
-# caller sets them from Settings.
-_CHILD_ENV_NAMES = frozenset("PATH LANG LANGUAGE TZ TMPDIR SSL_CERT_FILE SSL_CERT_DIR NODE_EXTRA_CA_CERTS".split())
-_CHILD_ENV_PREFIXES = ("LC_",)
-
-
-def child_env_allows(name: str) -> bool:
-    """Whether a child process may inherit the variable `name` from its parent."""
-    return name in _CHILD_ENV_NAMES or name.startswith(_CHILD_ENV_PREFIXES)
-
-
-def environment_variable(name: str) -> str | None:
-    """A `${VAR}` of plugins.json's `mcps`, read from this process's environment when its server starts; empty is unset."""
-    return os.environ.get(name) or None
-
-
-def child_process_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allowed part of `environ` (this process's environment by default), for a child to inherit."""
-    source = os.environ if environ is None else environ
-    return {key: value for key, value in source.items() if child_env_allows(key)}
-
-
 class Settings(BaseSettings):
     """Every setting bicameral reads; docs/configuration.md says what each one does."""
 
     model_config = SettingsConfigDict(env_prefix="BICAMERAL_", env_file=".env", env_file_encoding="utf-8",
-                                      toml_file="bicameral.toml", extra="ignore", populate_by_name=True)
+                                      toml_file="bicameral.toml", extra="ignore", populate_by_name=True,
+                                      hide_input_in_errors=True)  # a bad value may hold a secret: errors never echo it
 
     # --- channels ---
     telegram_token: SecretStr | None = None
@@ -107,6 +84,7 @@ class Settings(BaseSettings):
 
     # --- storage ---
     data_dir: Path = Path("./data")
+    database_url: SecretStr | None = None  # postgresql://user:password@host/db: PostgreSQL; unset: SQLite in the data dir
     access_path: Path | None = None
     backup_dir: Path | None = None  # the nightly backups; unset: `backups` beside the data dir
     backup_keep: int = Field(default=7, ge=0)  # nightly backups kept; 0: none made
@@ -281,6 +259,18 @@ class Settings(BaseSettings):
                 setattr(self, name, defaults["openai"])
         return self
 
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # Only the scheme is ever quoted back: the rest of the URL holds the password.
+        url = value.get_secret_value().strip() if value is not None else ""
+        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]{0,19})://", url)
+        if url and (scheme is None or scheme[1].lower() not in ("postgresql", "postgres")):
+            given = f"{scheme[1]}://…" if scheme else "one without a scheme"
+            raise ValueError(f"BICAMERAL_DATABASE_URL must be a postgresql://user:password@host/database URL, not {given} "
+                             "(leave it unset for SQLite in the data dir)")
+        return SecretStr(url) if url else None
+
     @field_validator("web_allow_hosts", mode="before")
     @classmethod
     def _check_allow_hosts(cls, value: Any) -> tuple[str, ...] | None:
@@ -344,6 +334,11 @@ class Settings(BaseSettings):
         return self.data_dir / "bicameral.db"
 
     @property
+    def database_location(self) -> str | Path:
+        """The PostgreSQL URL (password included) when BICAMERAL_DATABASE_URL is set, else the SQLite file."""
+        return self.database_url.get_secret_value() if self.database_url is not None else self.db_path
+
+    @property
     def resolved_access_path(self) -> Path:
         return self.access_path or self.data_dir / "access.json"
 
@@ -379,8 +374,10 @@ class Settings(BaseSettings):
         return self.mode
 
     def secret_values(self) -> list[str]:
-        """Every configured secret, so log filters can redact them verbatim."""
-        return [s.get_secret_value() for s in vars(self).values() if isinstance(s, SecretStr) and s.get_secret_value()]
+        """Every configured secret, so log filters can redact them verbatim (the database's password alone too)."""
+        found = [s.get_secret_value() for s in vars(self).values() if isinstance(s, SecretStr) and s.get_secret_value()]
+        password = urlsplit(self.database_url.get_secret_value()).password if self.database_url is not None else None
+        return found + sorted({password, unquote(password)}) if password else found  # as written, and as decoded
 
 
 class _IsolatedSettings(Settings):

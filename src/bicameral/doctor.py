@@ -243,7 +243,7 @@ async def _plugins(settings: Settings) -> Check:
         return Check("plugins", False, str(exc))
     if not entries:
         return Check("plugins", True, "no external MCP servers (plugins.json mcps)", required=False)
-    from bicameral.config import child_process_env, environment_variable
+    from bicameral.child_env import child_process_env, environment_variable
     from bicameral.mcp.plugin_tools import ExternalTools
 
     external = ExternalTools(

@@ -21,7 +21,7 @@ SRC = Path(bicameral.__file__).parent
 # Bottom to top. A module may import its own package or any package of a lower layer, never one
 # of its own layer or above. Top-level modules count as packages of their own.
 LAYERS: list[set[str]] = [
-    {"events", "errors", "config", "redaction", "imports"},  # vocabulary, and what never loads
+    {"events", "errors", "config", "child_env", "redaction", "imports"},  # vocabulary, and what never loads
     # shared shapes, retry schedule, logging, prompts, failure sentences, prompt escaping, the fixed services'
     # HTTP set-up, the one text normaliser, file names and folders
     {"types", "backoff", "observe", "prompts", "failures", "folders", "markup", "net", "text", "threads"},

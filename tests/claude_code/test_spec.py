@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bicameral.child_env import child_process_env
 from bicameral.claude_code.spec import (
     GATED_BUILTINS,
     MCP_TOOL_TIMEOUT_MS,
@@ -18,7 +19,7 @@ from bicameral.claude_code.spec import (
     build_spec,
     child_env,
 )
-from bicameral.config import Settings, child_process_env
+from bicameral.config import Settings
 from bicameral.errors import ForbiddenFlagError, PluginsError
 from bicameral.mcp.plugins import (
     PluginsConfig,

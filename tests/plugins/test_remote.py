@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bicameral.config import child_process_env
+from bicameral.child_env import child_process_env
 from bicameral.mcp.external import parse_servers
 from bicameral.mcp.remote import PluginFailure, RemoteServer
 from tests.plugins.conftest import REPO

@@ -54,3 +54,58 @@ def test_secrets_are_hidden_in_repr(tmp_path):
     settings = Settings.for_test(tmp_path, telegram_token="123:SECRET", openai_api_key="sk-secret")
     assert "SECRET" not in repr(settings) and "sk-secret" not in repr(settings)
     assert set(settings.secret_values()) == {"123:SECRET", "sk-secret"}
+
+
+def test_no_database_url_keeps_sqlite_in_the_data_dir(tmp_path):
+    settings = Settings.for_test(tmp_path)
+    assert settings.database_url is None
+    assert settings.database_location == tmp_path / "data" / "bicameral.db" == settings.db_path
+    assert Settings.for_test(tmp_path, database_url="  ").database_location == settings.db_path  # blank is unset
+
+
+@pytest.mark.parametrize("url", ["postgresql://bot:s3cret@db.example.org:5432/bicameral", "postgres://bot:s3cret@127.0.0.1/b"])
+def test_a_postgresql_url_selects_postgresql(tmp_path, url):
+    settings = Settings.for_test(tmp_path, database_url=url)
+    assert settings.database_location == url
+    assert "s3cret" not in repr(settings)
+
+
+def test_the_database_url_is_read_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BICAMERAL_DATABASE_URL", "postgresql://bot:s3cret@127.0.0.1:5433/bicameral")
+    assert Settings().database_location == "postgresql://bot:s3cret@127.0.0.1:5433/bicameral"
+
+
+@pytest.mark.parametrize("url", [
+    "mysql://bot:s3cret@db.example.org/bicameral",
+    "sqlite:///tmp/s3cret.db",
+    "bot:s3cret@db.example.org/bicameral",
+    "https://bot:s3cret@db.example.org/",
+    "s3cret",
+])
+def test_another_scheme_is_an_error_naming_the_setting_without_the_password(tmp_path, monkeypatch, url):
+    with pytest.raises(ValidationError) as caught:
+        Settings.for_test(tmp_path, database_url=url)
+    (error,) = caught.value.errors()
+    assert "BICAMERAL_DATABASE_URL" in error["msg"]
+    assert "s3cret" not in error["msg"] and "s3cret" not in str(caught.value)
+    # The same through the environment, as `bicameral run` reads it.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BICAMERAL_DATABASE_URL", url)
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    assert "BICAMERAL_DATABASE_URL" in str(caught.value) and "s3cret" not in str(caught.value)
+
+
+def test_the_database_url_and_its_password_are_secrets_for_the_logs(tmp_path):
+    url = "postgresql://bot:p%40ss%2Fw0rd@db.example.org/bicameral"
+    settings = Settings.for_test(tmp_path, database_url=url, telegram_token="123:SECRET")
+    assert set(settings.secret_values()) == {"123:SECRET", url, "p%40ss%2Fw0rd", "p@ss/w0rd"}
+    no_password = Settings.for_test(tmp_path, database_url="postgresql:///bicameral")  # a local socket, peer login
+    assert no_password.secret_values() == ["postgresql:///bicameral"]
+
+
+def test_the_scheme_alone_is_quoted_back(tmp_path):
+    with pytest.raises(ValidationError) as caught:
+        Settings.for_test(tmp_path, database_url="mysql://bot:s3cret@db/bicameral")
+    assert "not mysql://…" in caught.value.errors()[0]["msg"]

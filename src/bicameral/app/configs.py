@@ -108,7 +108,7 @@ async def plugin_tools(settings: Settings, left_out: list[str] | None = None) ->
     entries = load_plugins(settings.resolved_plugins_path).mcps
     if not entries:
         return []
-    from bicameral.config import child_process_env, environment_variable
+    from bicameral.child_env import child_process_env, environment_variable
     from bicameral.mcp.plugin_tools import ExternalTools
 
     external = ExternalTools(

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bicameral import prompts
+from bicameral.child_env import child_process_env
 from bicameral.claude_code.compaction import compact_if_full
 from bicameral.claude_code.config import ClaudeCodeConfig, WorkerConfig
 from bicameral.claude_code.exchange import Prompt, TurnOutcome, prompt_images
@@ -25,7 +26,6 @@ from bicameral.claude_code.spec import (
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker
-from bicameral.config import child_process_env
 from bicameral.context.envelope import content_blocks
 from bicameral.context.memory import burst_text, prompt_note
 from bicameral.delivery.progress import ProgressNote

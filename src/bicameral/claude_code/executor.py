@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from bicameral import prompts
 from bicameral.channels.base import Channel, own_chats
+from bicameral.child_env import child_process_env
 from bicameral.claude_code.config import ClaudeCodeConfig, WorkerConfig
 from bicameral.claude_code.exchange import Prompt, PromptImage, prompt_images
 from bicameral.claude_code.failures import Recovery
@@ -14,7 +15,6 @@ from bicameral.claude_code.spec import our_name
 from bicameral.claude_code.stream import StreamEvent, ToolUse
 from bicameral.claude_code.supervision import CrashBudget, SessionIds
 from bicameral.claude_code.worker import ClaudeCodeWorker
-from bicameral.config import child_process_env
 from bicameral.context.memory import prompt_note, task_reach
 from bicameral.failures import failure_sentence, stopped_task
 from bicameral.mcp.plugins import load_plugins, visible_tools

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bicameral.child_env import child_env_allows, child_process_env
 from bicameral.claude_code.stream import preview
-from bicameral.config import child_env_allows, child_process_env
 from bicameral.errors import ForbiddenFlagError
 from bicameral.mcp.plugins import ToolGroups
 from bicameral.redaction import REDACTED, Redactor

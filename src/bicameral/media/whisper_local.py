@@ -12,7 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bicameral.config import child_process_env
+from bicameral.child_env import child_process_env
 from bicameral.errors import BicameralError
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bicameral.config import child_process_env
+from bicameral.child_env import child_process_env
 from bicameral.web import extract_worker
 from bicameral.web.fetch import FetchFailed, Page
 
