@@ -286,6 +286,8 @@ class SendText:
     # Inline buttons under the text, one per row: (label, data). The data comes back on a press, so it is short
     # and opaque (Telegram allows 64 bytes), never user text. A channel without buttons lists the labels.
     buttons: tuple[tuple[str, str], ...] = ()
+    # The key of the Draft this text ends: a channel still showing that draft puts this text in its place.
+    draft: str | None = None
 
 
 @dataclass(frozen=True)
@@ -334,8 +336,19 @@ class SendFile:
     audience: tuple[str, ...] = ()  # as for SendText
 
 
-Action = SendText | EditText | DeleteMessage | React | Typing | SendFile | AnswerPress
-COSMETIC_ACTIONS = (Typing, React, AnswerPress)
+@dataclass(frozen=True)
+class Draft:
+    """A reply as it is being written, the whole text so far, for a channel with `Capabilities.drafts` (others are
+    never handed one); empty text takes the draft away (the call ended without a reply). `key` names the turn's
+    draft, which a SendText naming it replaces."""
+
+    chat: str
+    key: str
+    text: str
+
+
+Action = SendText | EditText | DeleteMessage | React | Typing | SendFile | AnswerPress | Draft
+COSMETIC_ACTIONS = (Typing, React, AnswerPress, Draft)  # never queued, retried or kept
 
 
 @dataclass(frozen=True)
@@ -373,4 +386,5 @@ class Capabilities:
     files: bool = True
     threads: bool = False
     buttons: bool = True  # without them a choice's labels are numbered, and a typed number or label answers
+    drafts: bool = False  # shows a reply while it is written (Draft actions); the router hands drafts to no other
     extra: dict[str, bool] = field(default_factory=dict)

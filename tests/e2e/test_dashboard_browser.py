@@ -1,12 +1,13 @@
 """The dashboard in a real browser (Playwright driving Debian's Chromium): the owner's link logs in, and a turn shows
 on the live page as it happens, with no reload; the chat panel talks to the assistant as the owner; a browser without
-the cookie sees nothing."""
+the cookie sees nothing; a reply shows in the panel while it is written, then the reply takes its place."""
 
 from __future__ import annotations
 
 import logging
 import os
 import re
+import threading
 
 import pytest
 
@@ -32,8 +33,10 @@ async def browser(caplog):
 
 
 async def test_the_owner_logs_in_with_the_link_and_sees_a_turn_appear_live(telegram, models, start_bot, browser):
+    hold = threading.Event()
     models.script(Reply(text="Hello from the assistant"), Reply(text='Web reply <b class="injected">not bold</b>'),
-                  Reply(tool_calls=[ToolCall("current_time", {"timezone": "UTC"})]), Reply(text="It is noon.", latency=3))
+                  Reply(tool_calls=[ToolCall("current_time", {"timezone": "UTC"})]), Reply(text="It is noon.", latency=3),
+                  Reply(chunks=["The answer ", "is forty-", "two, surely."], hold=(2, hold)))
     app = await start_bot(dashboard_port=0, progress_note_after_seconds=0.3)
     stranger = await browser.new_page()
     await stranger.goto(app.dashboard.base_url + "/")
@@ -73,4 +76,16 @@ async def test_the_owner_logs_in_with_the_link_and_sees_a_turn_appear_live(teleg
     await page.locator("#messages .said", has_text="Still working on it").wait_for(timeout=15_000)
     await page.locator("#messages", has_text="It is noon.").wait_for(timeout=20_000)
     await page.locator("#messages .said", has_text="Still working on it").wait_for(state="detached", timeout=5_000)
+
+    # A reply shows while it is written (the fake model holds the rest back), then the reply takes its place.
+    await page.fill("#say textarea", "what is the answer?")
+    await page.click("#say button")
+    try:
+        await page.locator("#messages .said", has_text="The answer is …").wait_for(timeout=15_000)
+        assert "surely" not in await page.inner_text("#messages")
+    finally:
+        hold.set()
+    await page.locator("#messages .said", has_text="The answer is forty-two, surely.").wait_for(timeout=15_000)
+    await page.locator("#messages .said", has_text="The answer is …").wait_for(state="detached", timeout=5_000)
+    assert await page.locator("#messages .said", has_text="The answer is").count() == 1
     await context.close()

@@ -91,6 +91,9 @@ class Reply:
     abort_after_events: int | None = None  # streaming: drop the connection after this many SSE events
     # Streaming: after this many SSE events send an error event (error_type/error_message), then end.
     error_after_events: int | None = None
+    # Streaming: before content delta number n (from 0) is sent, wait until the event is set (at most 30 s), so a test
+    # sees what the client made of the deltas before it, with the rest of the reply still to come.
+    hold: tuple[int, threading.Event] | None = None
     # A status-200 answer that is garbage: "html" (a proxy's error page), "truncated_json" (a body or
     # SSE event cut mid-JSON), "early_end" (a stream closed cleanly before its final event) or
     # "empty_choices" (OpenAI chunks / completion without any choice; Anthropic: no content at all).
@@ -847,9 +850,11 @@ class ModelServer:
         await resp.prepare(request)
         with self._lock:
             req.status = 200  # the status line is out: a client may have it before the stream ends
-        sent = 0
+        sent = deltas = 0
         try:
             for payload, is_delta in payloads:
+                if is_delta and reply.hold is not None and deltas == reply.hold[0]:
+                    await asyncio.to_thread(reply.hold[1].wait, 30)
                 if reply.abort_after_events is not None and sent >= reply.abort_after_events:
                     # Simulate a dropped connection: the client sees a truncated chunked body.
                     if request.transport is not None:
@@ -859,6 +864,7 @@ class ModelServer:
                     req.events.append(error_event)
                     await resp.write(fmt(error_event))
                     break
+                deltas += is_delta
                 if is_delta and reply.chunk_delay > 0:
                     await asyncio.sleep(reply.chunk_delay)
                 # Logged before it is written, so a client holding the bytes finds it in the log.

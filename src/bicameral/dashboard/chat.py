@@ -1,5 +1,6 @@
 """The web chat: the dashboard's chat panel as a channel of its own, where whoever holds a dashboard session (the
-owner) talks to the assistant like at the terminal; replies reach every open page through the live stream."""
+owner) talks to the assistant like at the terminal; replies reach every open page through the live stream, shown
+as they are written (Draft actions) and replaced by the reply itself."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bicameral.events import (
     Capabilities,
     CommandMenu,
     DeleteMessage,
+    Draft,
     EditText,
     Inbound,
     Sender,
@@ -28,6 +30,7 @@ from bicameral.types import Clock
 
 WEB = "web"  # a trusted channel (events.TRUSTED_CHANNELS): only a dashboard session reaches it
 CHAT = chat_key(WEB, "owner")
+DRAFTING = " …"  # after a draft's text: still being written
 
 
 
@@ -44,7 +47,7 @@ def _nowhere(who: str, text: str, key: str | None = None, *, edit: bool = False)
 
 class WebChannel:
     name = WEB
-    capabilities = Capabilities(max_text=100_000, typing=False, threads=False, buttons=False)
+    capabilities = Capabilities(max_text=100_000, typing=False, threads=False, buttons=False, drafts=True)
 
     def __init__(self, bot_name: str, *, clock: Clock = time.time) -> None:
         self._bot_name = bot_name
@@ -54,6 +57,7 @@ class WebChannel:
         self._user = Sender(id="owner", name="you")
         self.publish: Publish = _nowhere  # the dashboard's live stream, once it runs
         self.retract: Callable[[str], None] = lambda key: None
+        self._drafts: dict[str, str] = {}  # a turn's draft key → the id of its bubble, while it shows
 
     def _next_id(self) -> str:
         # Unique across restarts too: the store keeps (chat, message id) once.
@@ -78,9 +82,16 @@ class WebChannel:
         return True
 
     async def perform(self, action: Action) -> ActionResult:
-        if isinstance(action, SendText):
+        if isinstance(action, Draft):
+            self._draft(action)
+        elif isinstance(action, SendText):
             choices = "".join(f"\n  {n}. {label}" for n, (label, _) in enumerate(action.buttons, 1))
-            message_id = self._next_id()
+            drafted = self._drafts.pop(action.draft, None) if action.draft is not None else None
+            if drafted is not None:
+                # The reply takes its draft's place: the draft leaves and the reply comes under the same id, last, so a
+                # page opened after the draft began (which never had its bubble) still shows the reply.
+                self.retract(drafted)
+            message_id = drafted or self._next_id()
             self.publish(self._bot_name, action.text + choices, message_id)
             return ActionResult(ok=True, message_ids=(message_id,))
         if isinstance(action, EditText):  # the progress note's steps, an edited message: its bubble changes in place
@@ -91,6 +102,19 @@ class WebChannel:
             self.publish(self._bot_name, f"[{action.kind}: {PurePosixPath(action.path).name}] {action.caption or ''}".strip())
             return ActionResult(ok=True, message_ids=(self._next_id(),))
         return ActionResult(ok=True)  # typing, reactions: nothing to show in the panel
+
+    def _draft(self, draft: Draft) -> None:
+        """A reply as it is written: one bubble per turn, changed in place (marked unfinished), taken away when empty."""
+        bubble = self._drafts.get(draft.key)
+        if not draft.text:
+            if bubble is not None:
+                del self._drafts[draft.key]
+                self.retract(bubble)
+        elif bubble is None:
+            self._drafts[draft.key] = bubble = self._next_id()
+            self.publish(self._bot_name, draft.text + DRAFTING, bubble)
+        else:
+            self.publish(self._bot_name, draft.text + DRAFTING, bubble, edit=True)
 
     async def fetch_attachments(self, inbound: Inbound) -> Inbound:
         return inbound  # the panel sends text only

@@ -11,6 +11,7 @@ from bicameral.events import (
     Action,
     ActionResult,
     DeleteMessage,
+    Draft,
     EditText,
     React,
     SendFile,
@@ -22,6 +23,7 @@ from bicameral.observe import transcript
 from bicameral.store.messages import MessageStore
 
 log = logging.getLogger(__name__)
+_NO_DRAFTS = ActionResult.failed("this channel shows no drafts")
 
 
 class ActionRouter:
@@ -46,6 +48,8 @@ class ActionRouter:
         channel = self.channel_for(action.chat)
         if channel is None:
             return ActionResult.failed(f"no channel serves {action.chat}")
+        if isinstance(action, Draft) and not channel.capabilities.drafts:
+            return _NO_DRAFTS  # the chamber stops drafting for the turn; the reply arrives whole
         try:
             return await channel.perform(action)
         except Exception as exc:  # a channel bug must not take the turn down
@@ -54,6 +58,8 @@ class ActionRouter:
 
     def record(self, action: Action, result: ActionResult) -> None:
         """Log what was done, and keep a sent message in the chat's history (a notice apart from it)."""
+        if isinstance(action, Draft):
+            return  # not a message: the reply it becomes is logged and kept when it is sent
         if isinstance(action, COSMETIC_ACTIONS):
             if not result.ok:
                 log.info("cosmetic %s skipped in %s: %s", type(action).__name__, action.chat, result.error)

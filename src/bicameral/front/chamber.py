@@ -17,6 +17,7 @@ from bicameral import prompts
 from bicameral.context.envelope import content_blocks
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import memory_blocks
+from bicameral.delivery.drafts import Drafting, DraftStream
 from bicameral.delivery.outbox import Outbox
 from bicameral.events import Authority, OwnerId, SendFile, chat_key, sender_role
 from bicameral.failures import failure_sentence, task_failed
@@ -148,6 +149,16 @@ class FrontChamber:
         return bool(stopped)
 
     async def handle(self, turn: Turn) -> None:
+        # The front's text is the reply (unless a `reply` action spoke): it shows while it is written where the
+        # channel shows drafts.
+        draft = DraftStream(turn.perform, turn.chat, turn.turn_id)
+        try:
+            await self._answer(turn, draft)
+        finally:
+            await draft.close()
+
+    async def _answer(self, turn: Turn, draft: DraftStream) -> None:
+        model = Drafting(self._model, draft, final_only=False)
         waiting = self._stores.schedules.drop_followup(turn.chat)  # they spoke: the question is not asked
         # The system prompt stays constant (cacheable); everything that changes rides in the user turn.
         system = self._template.format(bot_name=self._config.bot_name)
@@ -158,7 +169,7 @@ class FrontChamber:
 
         async def attempt(_: Completion | ModelError | None) -> Completion | ModelError:
             try:
-                return await complete(self._model, system, [user], front_tool_specs(), self._config.front_max_tokens)
+                return await complete(model, system, [user], front_tool_specs(), self._config.front_max_tokens)
             except ModelError as exc:
                 log.warning("front model failed (%s): %s", exc.kind, exc)
                 return exc
@@ -190,6 +201,7 @@ class FrontChamber:
                 log.info("front %s in %s: %s", call.name, turn.chat, note)
             replied = actions.replied
         text = completion.text.strip()
+        await draft.settle()  # nothing more of the draft: the reply takes its place
         if text and not replied:
             await self.delivery.say(
                 turn.chat,
@@ -198,6 +210,7 @@ class FrontChamber:
                 thread_id=turn.thread_id,
                 turn=turn.turn_id,
                 audience=turn.authority.people,
+                draft=draft.key,
             )
         await self._deliver_waiting(turn.chat)
         if self._extractor is not None:

@@ -60,6 +60,7 @@ class Delivery:
         on_recorded: Callable[[], None] | None = None,
         files: Sequence[SendFile] = (),
         audience: tuple[str, ...] = (),
+        draft: str | None = None,
     ) -> list[str]:
         """Send text as 1-3 natural messages, each after a jittered typing pause, then `files`; returns the ids sent so far.
 
@@ -74,7 +75,8 @@ class Delivery:
             await self._outbox.perform(Typing(chat=chat, thread_id=thread_id))
             await self._sleep(pause)
         messages = [
-            SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id, audience=audience)
+            SendText(chat=chat, text=part, reply_to=reply_to if index == 0 else None, thread_id=thread_id, audience=audience,
+                     draft=draft if index == 0 else None)  # the first part takes the draft's place
             for index, part in enumerate(parts)
         ]
         pauses = [0.0] + [self.pause_before(part, first=False) for part in parts[1:]]

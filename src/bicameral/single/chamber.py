@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bicameral import prompts
@@ -14,6 +14,7 @@ from bicameral.context.compaction import Compactor
 from bicameral.context.envelope import content_blocks, envelope
 from bicameral.context.extraction import FactExtractor
 from bicameral.context.memory import memory_blocks, without_memory
+from bicameral.delivery.drafts import Drafting, DraftStream
 from bicameral.delivery.progress import ProgressNote
 from bicameral.events import Authority, OwnerId, SendText
 from bicameral.failures import failure_sentence, stopped_turn
@@ -86,6 +87,15 @@ class SingleChamber:
         return False  # all single-mode work lives inside the turn, which the conversation cancels
 
     async def handle(self, turn: Turn) -> None:
+        # The last model call's text is the reply: it shows while it is written where the channel shows drafts.
+        draft = DraftStream(turn.perform, turn.chat, turn.turn_id)
+        try:
+            await self._answer(turn, draft)
+        finally:
+            await draft.close()
+
+    async def _answer(self, turn: Turn, draft: DraftStream) -> None:
+        runner = replace(self._runner, model=Drafting(self._runner.model, draft, final_only=True))
         ctx = turn.tool_context(self._stores, self._config.data_dir, self._config.sending)
         progress = ProgressNote(
             turn.perform, turn.chat, after=self._config.progress_note_after_seconds, thread_id=turn.thread_id
@@ -109,7 +119,7 @@ class SingleChamber:
                 def drain() -> str | None:
                     return envelope(turn.drain_injected(), self._config.owner_id) or None
 
-                return await self._runner.run(self.system_prompt(turn), messages, ctx, drain, on_tool=on_tool)
+                return await runner.run(self.system_prompt(turn), messages, ctx, drain, on_tool=on_tool)
 
             schedule_id = scheduled_task(turn.batch)
             if schedule_id is None:
@@ -123,6 +133,7 @@ class SingleChamber:
                 self._save(turn.chat, transcript + [Message.assistant("(the turn was interrupted)")])
             raise
         finally:
+            await draft.settle()  # nothing more of the draft: the reply takes its place
             await progress.close()
         if result.error is not None:
             reply = failure_sentence(result.error.kind)
@@ -137,7 +148,8 @@ class SingleChamber:
                 reply = (reply + "\n\n" if reply else "") + stopped_turn(result.stop_reason)
             self._save(turn.chat, result.messages)
         if reply:
-            await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id))
+            await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id,
+                                        draft=draft.key if result.error is None else None))
         elif not ctx.sent_message_ids:
             log.warning("turn %s in %s ended with no text and sent nothing", turn.turn_id, turn.chat)
         if self._extractor is not None and result.error is None:
