@@ -88,3 +88,22 @@ async def _warm_readers_closed(monkeypatch):
     yield
     for extractor in made:
         await extractor.aclose()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One real PostgreSQL server for the session, started by the first test that asks for it."""
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres):
+    """A new, empty database on the session's PostgreSQL; dropped after the test."""
+    name = postgres.fresh_name()
+    url = postgres.create_database(name)
+    yield url
+    postgres.drop_database(name)
