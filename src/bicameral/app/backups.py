@@ -88,7 +88,7 @@ class Running:
 
     def __init__(self, settings: Settings, clock: Clock) -> None:
         self._lock = RunningLock(settings.data_dir)
-        self._lock.hold(alone=True)  # one assistant per SQLite data dir
+        self._lock.hold(alone=settings.database_url is None)  # one assistant per SQLite data dir; workers share one
         try:
             instance_id(settings.data_dir)  # made on the first start
         except OSError as exc:  # a full disk must not keep the assistant from starting: the first backup makes it

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import tempfile
+from collections.abc import Callable
 
 from bicameral.config import Settings
 from bicameral.errors import ConfigError
 from bicameral.redaction import Redactor
 from bicameral.sandbox.artifacts import OUTGOING_DIR, prune
 from bicameral.store import Stores
+from bicameral.store.reserve import DiskReserve
+from bicameral.store.sql import DatabaseError
 from bicameral.tasks.store import TaskStore
 
 log = logging.getLogger(__name__)
@@ -34,17 +38,37 @@ def prepare_data_dir(settings: Settings) -> None:
 
 
 def open_stores(settings: Settings) -> Stores:
-    """The SQLite stores under the data dir, or a ConfigError that says what to fix."""
+    """The stores (SQLite under the data dir, or the configured PostgreSQL), or a ConfigError that says what to fix."""
     prepare_data_dir(settings)
     data_dir = settings.data_dir
     try:
         return Stores.open(
-            settings.db_path, redact=Redactor(settings.secret_values()), committed_memory=settings.memory_committed_dir
+            settings.database_location, redact=Redactor(settings.secret_values()),
+            committed_memory=settings.memory_committed_dir, data_dir=data_dir,
         )
+    except ConfigError:
+        raise  # a database server that cannot be reached says so itself, without the password
+    except DatabaseError as exc:
+        if settings.database_url is not None:
+            raise ConfigError(f"the database refused to start: {exc}") from None
+        raise ConfigError(
+            f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"
+        ) from None
     except Exception as exc:
         raise ConfigError(
             f"the database in {data_dir} cannot be opened ({exc}): make the data dir writable or set BICAMERAL_DATA_DIR"
         ) from None
+
+
+def keep_reserve(settings: Settings, stores: Stores, on_low: Callable[[], None]) -> None:
+    """Space kept for SQLite on the data dir's disk, given to it when the disk fills (a server keeps its own)."""
+    if not stores.db.on_disk:
+        return
+    loop = asyncio.get_running_loop()
+    reserve = DiskReserve(settings.data_dir, settings.disk_reserve_mb << 20,
+                          on_low=lambda free: loop.call_soon_threadsafe(on_low))
+    reserve.ensure()
+    stores.db.reserve = reserve
 
 
 def prune_outgoing(settings: Settings, stores: Stores, tasks: TaskStore, now: float) -> None:

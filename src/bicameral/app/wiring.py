@@ -34,7 +34,7 @@ from bicameral.app.configs import (
 )
 from bicameral.app.console import build_console
 from bicameral.app.dashboard import dashboard_for
-from bicameral.app.data import open_stores, prune_outgoing, prune_sent
+from bicameral.app.data import keep_reserve, open_stores, prune_outgoing, prune_sent
 from bicameral.app.models import AppModels
 from bicameral.back.executor import NativeExecutor
 from bicameral.channels.base import Channel
@@ -56,7 +56,6 @@ from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
 from bicameral.single import SingleChamber
 from bicameral.store.approvals import ApprovalStore
 from bicameral.store.questions import QuestionStore
-from bicameral.store.reserve import DiskReserve
 from bicameral.store.schedules import SchedulePolicy
 from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
@@ -122,20 +121,13 @@ class App:
         """Open the stores, build the chamber, start it and every channel, then replay pending messages."""
         settings = self.settings
         started_at = self._clock()  # /health's uptime counts from here
-        # Before the database: a second assistant on this data dir stops here, having touched nothing.
-        self.held = Running(settings, self._clock)  # the lock restore checks; the nightly backups
-        try:
-            self.stores = open_stores(settings)
-        except BaseException:
-            await self.held.close()
-            raise
+        # First of all: a second assistant on this data dir stops here, before the database. Also the lock restore
+        # checks, and the nightly backups.
+        self.held = Running(settings, self._clock)
         self._started = True
+        self.stores = open_stores(settings)
         self.models = AppModels(settings, self.mode, self.stores, self._clock)
-        loop = asyncio.get_running_loop()
-        reserve = DiskReserve(settings.data_dir, settings.disk_reserve_mb << 20,
-                              on_low=lambda free: loop.call_soon_threadsafe(self._disk_low))
-        reserve.ensure()
-        self.stores.db.reserve = reserve
+        keep_reserve(settings, self.stores, on_low=self._disk_low)
         self.tasks = TaskStore(self.stores.db, redact=self.stores.redact)
         self.router = ActionRouter(self.stores.messages)
         self.dashboard = dashboard_for(settings, self.stores, self._clock)  # its web chat is a channel too
@@ -400,5 +392,6 @@ class App:
             await self.models.aclose()
         if hasattr(self, "held"):
             await self.held.close()
-        self.stores.close()
+        if hasattr(self, "stores"):
+            self.stores.close()
         log.info("stopped")

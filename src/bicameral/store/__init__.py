@@ -21,6 +21,7 @@ from bicameral.store.ratelimits import RateLimitStore
 from bicameral.store.schedules import ScheduleStore
 from bicameral.store.sessions import SessionStore
 from bicameral.store.skills import Skills
+from bicameral.store.sql import SqlDatabase
 from bicameral.store.tool_calls import ToolCallStore
 from bicameral.store.unauthorized import UnauthorizedStore
 from bicameral.store.usage import UsageStore
@@ -28,7 +29,7 @@ from bicameral.store.usage import UsageStore
 
 @dataclass
 class Stores:
-    db: Database
+    db: SqlDatabase
     messages: MessageStore
     sessions: SessionStore
     tool_calls: ToolCallStore
@@ -49,12 +50,13 @@ class Stores:
 
     @classmethod
     def open(
-        cls, path: Path | str, redact: Callable[[str], str] = scrub, committed_memory: Path | None = None
+        cls, path: Path | str, redact: Callable[[str], str] = scrub, committed_memory: Path | None = None,
+        *, data_dir: Path | None = None,
     ) -> Stores:
-        """The stores of one database; memory and instruction files live beside it (plus, optionally, a
-        read-only committed memory folder)."""
-        db = Database(path)
-        beside = Path(path).parent
+        """The stores of one database (a SQLite file or a PostgreSQL URL); memory and instruction files live in
+        `data_dir`, by default the SQLite file's folder (plus, optionally, a read-only committed memory folder)."""
+        db = open_database(path)
+        beside = data_dir if data_dir is not None else Path(path).parent
         return cls(
             db=db,
             messages=MessageStore(db, redact=redact),
@@ -78,3 +80,16 @@ class Stores:
 
     def close(self) -> None:
         self.db.close()
+
+
+def is_database_url(location: Path | str) -> bool:
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def open_database(location: Path | str) -> SqlDatabase:
+    """SQLite for a path, PostgreSQL for a postgresql:// URL (psycopg and sqlglot load only then)."""
+    if is_database_url(location):
+        from bicameral.store.postgres import PostgresDatabase
+
+        return PostgresDatabase(str(location))
+    return Database(location)

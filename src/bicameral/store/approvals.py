@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Literal
 
-from bicameral.store.db import Database
+from bicameral.store.sql import Row, SqlDatabase
 
 ApprovalState = Literal["open", "approved", "denied", "expired"]
 
@@ -29,7 +28,7 @@ class Approval:
 
 
 class ApprovalStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def ask(
@@ -76,7 +75,7 @@ class ApprovalStore:
             conn.execute("UPDATE approvals SET late = 0 WHERE token = ?", (token,))
 
 
-def _approval(row: sqlite3.Row) -> Approval:
+def _approval(row: Row) -> Approval:
     return Approval(
         token=row["token"],
         chat=row["chat"],

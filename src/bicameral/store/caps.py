@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 
 EVERYONE = "*"  # the person of everyone's cap together
 
@@ -24,7 +24,7 @@ class CapNotice:
 
 
 class CapStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def spend_since(self, since: float) -> tuple[int, dict[str, int]]:
@@ -61,7 +61,7 @@ class CapStore:
     def add_notice(self, token: str, day: str, person: str, chat: str, at: float) -> bool:
         """Record the owner's notice about `person` on `day`; False when one was recorded already (one a day)."""
         cursor = self._db.execute(
-            "INSERT OR IGNORE INTO cap_notices (token, day, person, chat, at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO cap_notices (token, day, person, chat, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (token, day, person, chat, at),
         )
         return cursor.rowcount == 1
@@ -86,7 +86,7 @@ class CapStore:
 
     def hold(self, row_id: int, at: float) -> bool:
         """Mark an inbound message held by a cap; False when it was held already (its person was told then)."""
-        cursor = self._db.execute("INSERT OR IGNORE INTO cap_holds (row_id, at) VALUES (?, ?)", (row_id, at))
+        cursor = self._db.execute("INSERT INTO cap_holds (row_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING", (row_id, at))
         return cursor.rowcount == 1
 
     def release(self, row_ids: list[int]) -> None:

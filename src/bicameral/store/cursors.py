@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 
 
 class CursorStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: SqlDatabase, clock: Callable[[], float] = time.time) -> None:
         self._db = db
         self._clock = clock
 

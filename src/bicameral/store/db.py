@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
@@ -10,21 +11,21 @@ from contextlib import contextmanager
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
 
 from bicameral.store.reserve import DiskReserve
+from bicameral.store.sql import Params, SchemaTooNew
 
 log = logging.getLogger(__name__)
 
-# Positional or named statement parameters.
-Params = tuple[Any, ...] | dict[str, Any]
 # Commits between checkpoints. A commit writes a few pages, so the WAL stays within a few MB, about
 # what SQLite's own 1000-page threshold allows.
 CHECKPOINT_EVERY = 250
 
 
 class Database:
-    """A single connection guarded by a lock; statements are short, so the loop never stalls."""
+    """SQLite: a single connection guarded by a lock; statements are short, so the loop never stalls."""
+
+    engine = "sqlite"
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -56,12 +57,13 @@ class Database:
         """Apply every migration newer than the schema's user_version; returns the version."""
         with self._lock:
             current: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            pending = [entry for version, entry in _migration_files() if version > current]
+            if current > known_version():
+                raise SchemaTooNew(current, known_version())
             # The usual start: the schema is current, so no migration file is even read.
-            for entry in pending:
-                version = int(entry.name[:3])
+            for version, statements in migration_statements(after=current):
                 with self.tx() as conn:
-                    _run_script(conn, entry.read_text(encoding="utf-8"))
+                    for statement in statements:
+                        conn.execute(statement)
                     conn.execute(f"PRAGMA user_version={version}")
                 current = version
             return current
@@ -193,10 +195,17 @@ def _migration_files() -> list[tuple[int, Traversable]]:
     return sorted(found, key=lambda pair: pair[0])
 
 
-def _run_script(conn: sqlite3.Connection, sql: str) -> None:
-    # executescript would COMMIT our open transaction; run statement by statement instead.
-    for statement in _statements(sql):
-        conn.execute(statement)
+@functools.cache
+def known_version() -> int:
+    """The newest schema version this code knows."""
+    return max(version for version, _ in _migration_files())
+
+
+def migration_statements(after: int) -> Iterator[tuple[int, list[str]]]:
+    """Each migration newer than `after`, as its statements (run one by one: executescript would commit)."""
+    for version, entry in _migration_files():
+        if version > after:
+            yield version, list(_statements(entry.read_text(encoding="utf-8")))
 
 
 def _statements(sql: str) -> Iterator[str]:

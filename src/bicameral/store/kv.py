@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 
 
 class KeyValueStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def get(self, key: str) -> str | None:

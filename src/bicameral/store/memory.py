@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from bicameral.redaction import scrub, scrub_obj
-from bicameral.store.db import Database
 from bicameral.store.memory_files import (
     DEFAULT_IMPORTANCE,
     BrokenMemoryFile,
@@ -38,6 +37,7 @@ from bicameral.store.memory_files import (
     write_file,
 )
 from bicameral.store.memory_index import Fact, MemoryIndex, meaningful_words
+from bicameral.store.sql import SqlDatabase
 from bicameral.text import normalize
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class Memory:
 
     def __init__(
         self,
-        db: Database,
+        db: SqlDatabase,
         root: Path,
         *,
         committed: Path | None = None,

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 import re
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bicameral.store.db import Database
 from bicameral.store.memory_files import Entry
+from bicameral.store.sql import Connection, DataError, IntegrityError, InterfaceError, Row, SqlDatabase
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +64,7 @@ def match_expression(text: str) -> str | None:
 
 
 class MemoryIndex:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def file_states(self) -> dict[str, FileState]:
@@ -94,11 +93,12 @@ class MemoryIndex:
                     with self._db.tx():
                         cursor = conn.execute(
                             """INSERT INTO memory_facts (id, scope, path, text, key, importance, at, uses, last_used)
-                               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rowid""",
                             (entry.id, scope, path, entry.text, entry.key, entry.importance, entry.at, uses, last_used),
                         )
-                        conn.execute("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, entry.text))
-                except (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.DataError, ValueError) as exc:
+                        rowid = cursor.fetchone()[0]
+                        conn.execute("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)", (rowid, entry.text))
+                except (IntegrityError, InterfaceError, DataError, ValueError) as exc:
                     log.warning("memory file %s: entry %s not indexed: %s", path, entry.id[:40], exc)
             conn.execute(
                 """INSERT INTO memory_files (path, scope, mtime_ns, size, error, indexed_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -164,12 +164,12 @@ class MemoryIndex:
         return [(r["path"], r["error"]) for r in rows]
 
 
-def _delete_facts(conn: sqlite3.Connection, where: str, params: tuple[str, ...]) -> None:
+def _delete_facts(conn: Connection, where: str, params: tuple[str, ...]) -> None:
     conn.execute(f"DELETE FROM memory_fts WHERE rowid IN (SELECT rowid FROM memory_facts WHERE {where})", params)
     conn.execute(f"DELETE FROM memory_facts WHERE {where}", params)
 
 
-def _fact(row: sqlite3.Row) -> Fact:
+def _fact(row: Row) -> Fact:
     return Fact(
         id=row["id"],
         scope=row["scope"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import fields, is_dataclass
@@ -11,7 +10,7 @@ from typing import Any
 
 from bicameral.events import Attachment, AttachmentRef, Authority, Inbound, Press, Quoted, Sender
 from bicameral.redaction import scrub
-from bicameral.store.db import Database
+from bicameral.store.sql import Connection, SqlDatabase
 from bicameral.types import Clock
 
 PENDING = "pending"  # accepted, not yet answered: a restart replays these
@@ -23,7 +22,7 @@ IGNORED = "ignored"  # stored for history only (overheard in a group, command ha
 NOTICE = "notice"
 
 
-def consume(conn: sqlite3.Connection, row_ids: Iterable[int | None], now: float) -> None:
+def consume(conn: Connection, row_ids: Iterable[int | None], now: float) -> None:
     """Mark pending inbound rows answered, inside the caller's transaction (`None`s, rows never stored, are skipped)."""
     ids = [i for i in row_ids if i is not None]
     if not ids:
@@ -36,7 +35,7 @@ def consume(conn: sqlite3.Connection, row_ids: Iterable[int | None], now: float)
 
 
 class MessageStore:
-    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
+    def __init__(self, db: SqlDatabase, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact  # for what we send: inbound text was scrubbed by the gate
@@ -45,10 +44,10 @@ class MessageStore:
         """Persist an inbound; returns its row id, or None if this platform update was seen before."""
         with self._db.tx() as conn:
             cursor = conn.execute(
-                """INSERT OR IGNORE INTO messages
+                """INSERT INTO messages
                    (chat, direction, message_id, update_id, channel, kind, sender_id, sender_name,
                     text, reply_to, payload, status, created_at)
-                   VALUES (?, 'in', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   VALUES (?, 'in', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id""",
                 (
                     inbound.chat,
                     inbound.message_id,
@@ -64,7 +63,8 @@ class MessageStore:
                     self._clock(),
                 ),
             )
-            return cursor.lastrowid if cursor.rowcount else None
+            row = cursor.fetchone()
+            return int(row[0]) if row is not None else None
 
     def record_outbound(
         self, chat: str, channel: str, message_id: str | None, text: str, audience: tuple[str, ...] = ()
@@ -72,10 +72,10 @@ class MessageStore:
         with self._db.tx() as conn:
             cursor = conn.execute(
                 """INSERT INTO messages (chat, direction, message_id, channel, sender_name, text, created_at, audience)
-                   VALUES (?, 'out', ?, ?, 'bot', ?, ?, ?)""",
+                   VALUES (?, 'out', ?, ?, 'bot', ?, ?, ?) RETURNING id""",
                 (chat, message_id, channel, self._redact(text), self._clock(), json.dumps(audience) if audience else None),
             )
-            return int(cursor.lastrowid or 0)
+            return int(cursor.fetchone()[0])
 
     def audience_of(self, chat: str, message_id: str) -> tuple[str, ...] | None:
         """Whose words a message we sent answers; () when none was kept (a notice, an old one); None: not ours."""
@@ -92,10 +92,10 @@ class MessageStore:
         with self._db.tx() as conn:
             cursor = conn.execute(
                 f"""INSERT INTO messages (chat, direction, message_id, channel, kind, sender_name, text, created_at)
-                    VALUES (?, 'out', ?, ?, '{NOTICE}', 'bot', ?, ?)""",
+                    VALUES (?, 'out', ?, ?, '{NOTICE}', 'bot', ?, ?) RETURNING id""",
                 (chat, message_id, channel, self._redact(text), self._clock()),
             )
-            return int(cursor.lastrowid or 0)
+            return int(cursor.fetchone()[0])
 
     def is_notice(self, chat: str, message_id: str) -> bool:
         """Whether the message we sent with this id is a notice (a reply quoting it must not bring it back)."""

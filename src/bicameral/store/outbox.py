@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -11,8 +10,8 @@ from dataclasses import dataclass, replace
 
 from bicameral.events import DeleteMessage, EditText, SendFile, SendText
 from bicameral.redaction import scrub
-from bicameral.store.db import Database
 from bicameral.store.messages import consume
+from bicameral.store.sql import Connection, Row, SqlDatabase
 
 PENDING = "pending"  # recorded, not yet accepted by the channel
 SENT = "sent"
@@ -53,12 +52,12 @@ class QueuePlace:
 class OutboxStore:
     """Messages are stored redacted: a retry after a restart sends the redacted text, never a stored secret."""
 
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub) -> None:
+    def __init__(self, db: SqlDatabase, clock: Callable[[], float] = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+    def transaction(self) -> AbstractContextManager[Connection]:
         """One transaction for this store's writes and other stores' (never held across an await)."""
         return self._db.tx()
 
@@ -69,10 +68,10 @@ class OutboxStore:
         with self._db.tx() as conn:
             for action, when in zip(actions, not_before, strict=True):
                 cursor = conn.execute(
-                    "INSERT INTO outbox (chat, turn_id, action, not_before, created_at) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO outbox (chat, turn_id, action, not_before, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
                     (action.chat, turn_id, action_to_json(_redacted(action, self._redact)), when, now),
                 )
-                entries.append(OutboxEntry(int(cursor.lastrowid or 0), action.chat, action, turn_id, 0, when, now))
+                entries.append(OutboxEntry(int(cursor.fetchone()[0]), action.chat, action, turn_id, 0, when, now))
         return entries
 
     def pending(self) -> list[OutboxEntry]:
@@ -159,7 +158,7 @@ class OutboxStore:
 _COLUMNS = "id, chat, action, turn_id, attempts, not_before, created_at, parts_sent"
 
 
-def _entry(row: sqlite3.Row) -> OutboxEntry:
+def _entry(row: Row) -> OutboxEntry:
     return OutboxEntry(
         id=row["id"],
         chat=row["chat"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 
 # Codes past their end and misses older than this are deleted when a new code is issued or a miss recorded.
 FORGET_AFTER_SECONDS = 7 * 86400
@@ -16,7 +16,7 @@ def code_hash(code: str) -> str:
 
 
 class PairingStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def issue(self, code: str, issued_by: str, *, now: float, expires_at: float) -> None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Literal
 
-from bicameral.store.db import Database
+from bicameral.store.sql import Row, SqlDatabase
 
 QuestionState = Literal["open", "answered", "expired"]
 
@@ -34,7 +33,7 @@ class Question:
 
 
 class QuestionStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def ask(
@@ -111,7 +110,7 @@ class QuestionStore:
             conn.execute("UPDATE questions SET late = 0 WHERE token = ?", (token,))
 
 
-def _question(row: sqlite3.Row) -> Question:
+def _question(row: Row) -> Question:
     return Question(
         token=row["token"],
         chat=row["chat"],

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 
 
 class RateLimitStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
         self._pruned_for: int | None = None  # the bucket the old ones were last cleared for: once a minute is enough
 

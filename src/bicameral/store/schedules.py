@@ -6,13 +6,12 @@ restart, but not the user's, so it is never listed, looked up by number or count
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from bicameral.events import Authority, Role
-from bicameral.store.db import Database
+from bicameral.store.sql import Row, SqlDatabase
 
 Kind = Literal["text", "task", "followup"]
 State = Literal["active", "paused", "done"]
@@ -88,7 +87,7 @@ class Fire:
 
 
 class ScheduleStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
         self._listeners: list[Callable[[], None]] = []
         self.policy = SchedulePolicy()
@@ -133,11 +132,11 @@ class ScheduleStore:
             cursor = conn.execute(
                 """INSERT INTO schedules (chat, creator, private, kind, body, cron, tz, next_due, protected, created_at,
                                          authority, skill)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
                 (chat, creator, int(private), kind, body, cron, tz, next_due, protected, now,
                  authority.dumps() if authority else None, skill),
             )
-            schedule_id = int(cursor.lastrowid or 0)
+            schedule_id = int(cursor.fetchone()[0])
         self._changed()
         found = self.get(schedule_id)
         assert found is not None
@@ -314,12 +313,12 @@ class ScheduleStore:
             cursor = conn.execute(
                 """INSERT INTO schedule_fires (schedule_id, chat, creator, private, kind, body, due_at, fired_at, set_at,
                                               authority, skill)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
                 (schedule.id, schedule.chat, schedule.creator, int(schedule.private), schedule.kind, schedule.body,
                  schedule.next_due, now, schedule.created_at, schedule.authority.dumps() if schedule.authority else None,
                  schedule.skill),
             )
-            fire_id = int(cursor.lastrowid or 0)
+            fire_id = int(cursor.fetchone()[0])
         return Fire(fire_id, schedule.id, schedule.chat, schedule.creator, schedule.private, schedule.kind,
                     schedule.body, schedule.next_due, now, schedule.created_at, schedule.authority, schedule.skill)
 
@@ -351,7 +350,7 @@ class ScheduleStore:
             )
 
 
-def _schedule(row: sqlite3.Row) -> Schedule:
+def _schedule(row: Row) -> Schedule:
     return Schedule(
         id=row["id"], chat=row["chat"], creator=row["creator"], private=bool(row["private"]), kind=row["kind"],
         body=row["body"], cron=row["cron"], tz=row["tz"], state=row["state"], next_due=row["next_due"],
@@ -360,7 +359,7 @@ def _schedule(row: sqlite3.Row) -> Schedule:
     )
 
 
-def _fire(row: sqlite3.Row) -> Fire:
+def _fire(row: Row) -> Fire:
     return Fire(
         id=row["id"], schedule_id=row["schedule_id"], chat=row["chat"], creator=row["creator"],
         private=bool(row["private"]), kind=row["kind"], body=row["body"], due_at=row["due_at"], fired_at=row["fired_at"],

@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bicameral.redaction import scrub, scrub_obj
-from bicameral.store.db import Database
 from bicameral.store.memory import blank_forgotten
+from bicameral.store.sql import SqlDatabase
 from bicameral.types import Clock
 
 
 class SessionStore:
-    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
+    def __init__(self, db: SqlDatabase, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact

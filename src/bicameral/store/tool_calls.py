@@ -8,14 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from bicameral.redaction import scrub, scrub_obj
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 from bicameral.types import Clock
 
 _MAX_STORED = 4000
 
 
 class ToolCallStore:
-    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
+    def __init__(self, db: SqlDatabase, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 
 _DIGEST_KEY = "gate.refused_digest_at"
 
@@ -36,7 +36,7 @@ class RefusedSender:
 
 
 class UnauthorizedStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: SqlDatabase, clock: Callable[[], float] = time.time) -> None:
         self._db = db
         self._clock = clock
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 
 GroupBy = Literal["model", "role", "chat"]
 _COLUMNS: tuple[GroupBy, ...] = ("model", "role", "chat")
@@ -29,7 +29,7 @@ class UsageTotal:
 
 
 class UsageStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def record(

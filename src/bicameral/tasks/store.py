@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -12,7 +11,7 @@ from typing import Any
 from bicameral.events import Attachment, Authority
 from bicameral.redaction import scrub, scrub_obj
 from bicameral.sandbox.artifacts import Artifact
-from bicameral.store.db import Database
+from bicameral.store.sql import Row, SqlDatabase
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
 from bicameral.types import Clock
 
@@ -21,7 +20,7 @@ _REDACTED_FIELDS = ("spec", "context", "result", "error", "label")
 
 
 class TaskStore:
-    def __init__(self, db: Database, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
+    def __init__(self, db: SqlDatabase, clock: Clock = time.time, redact: Callable[[str], str] = scrub) -> None:
         self._db = db
         self._clock = clock
         self._redact = redact  # model output is scrubbed before it is stored
@@ -145,7 +144,7 @@ class TaskStore:
         return json.loads(row["messages"]) if row else None
 
 
-def _task(row: sqlite3.Row) -> Task:
+def _task(row: Row) -> Task:
     return Task(
         id=row["id"],
         chat=row["chat"],
@@ -174,5 +173,5 @@ def _files_json(files: Sequence[Attachment | Artifact]) -> str:
     return json.dumps([asdict(f) for f in files], ensure_ascii=False)
 
 
-def _event(row: sqlite3.Row) -> TaskEvent:
+def _event(row: Row) -> TaskEvent:
     return TaskEvent(row["task_id"], EventKind(row["kind"]), row["ts"], row["data"])
