@@ -1,4 +1,5 @@
-"""The memory index: SQLite FTS5 over the entries of the memory files, with use counts for importance."""
+"""The memory index: full-text search over the entries of the memory files (SQLite FTS5, or PostgreSQL's own in
+`memory_fulltext`), with use counts for importance."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from bicameral.store import memory_fulltext
 from bicameral.store.memory_files import Entry
 from bicameral.store.sql import Connection, DataError, IntegrityError, InterfaceError, Row, SqlDatabase
 
@@ -35,7 +37,7 @@ class Fact:
     at: str | None
     uses: int
     last_used: float | None
-    rank: float = 0.0  # bm25 of a search (lower is better); 0 when not searched
+    rank: float = 0.0  # bm25 of a search, or -ts_rank on PostgreSQL (lower is better); 0 when not searched
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ def match_expression(text: str) -> str | None:
 class MemoryIndex:
     def __init__(self, db: SqlDatabase) -> None:
         self._db = db
+        # PostgreSQL's migrations leave out the FTS5 table: its own full-text table is made here.
+        self._pg_config = memory_fulltext.ensure_table(db) if db.engine == "postgresql" else None
 
     def file_states(self) -> dict[str, FileState]:
         rows = self._db.query("SELECT path, mtime_ns, size, error FROM memory_files")
@@ -118,6 +122,9 @@ class MemoryIndex:
         expression = match_expression(text)
         if expression is None or not scopes:
             return []
+        if self._pg_config is not None:
+            found = memory_fulltext.search(self._db, self._pg_config, meaningful_words(text)[:_MAX_TERMS], scopes, limit)
+            return [_fact(r) for r in found]
         marks = ",".join("?" * len(scopes))
         rows = self._db.query(
             f"""SELECT f.*, bm25(memory_fts) AS rank FROM memory_fts JOIN memory_facts f ON f.rowid = memory_fts.rowid
