@@ -1,4 +1,4 @@
-"""Command line: `bicameral run | chat | doctor | trace | backup | restore`."""
+"""Command line: `bicameral run | chat | doctor | trace | backup | restore | migrate-db`."""
 
 from __future__ import annotations
 
@@ -125,6 +125,13 @@ def _typer_app() -> typer.Typer:
         """Replace the data dir's content with a backup's (the assistant stopped); what it held is kept aside."""
         _restore(path, typer.echo)
 
+    @app.command(name="migrate-db")
+    def migrate_db(
+        to: str = typer.Option(..., "--to", help="postgresql://user:password@host:port/name of an empty database."),
+    ) -> None:
+        """Copy the data dir's SQLite database into an empty PostgreSQL database (the assistant stopped)."""
+        _migrate_db(to, typer.echo)
+
     return app
 
 
@@ -151,6 +158,24 @@ def _restore(path: Path, echo: Callable[[str], Any]) -> None:
     echo(f"restored {len(made.files)} files from {path} into {settings.data_dir}")
     if restored.aside is not None:
         echo(f"what the data dir held before is in {restored.aside}")
+
+
+def _migrate_db(url: str, echo: Callable[[str], Any]) -> None:
+    import sqlite3
+
+    from bicameral.app.migrate_db import hide_password, migrate_db
+    from bicameral.store.sql import without_password
+
+    settings = _load_settings()
+    try:
+        done = migrate_db(settings.data_dir, settings.db_path, url)
+    except (BicameralError, OSError, sqlite3.Error) as exc:
+        _fail("nothing migrated: " + hide_password(" ".join(str(exc).split()), url))
+    echo(
+        f"copied {done.total} rows of {len(done.rows)} tables from {settings.db_path} into {without_password(url)} "
+        f"in {done.seconds:.1f} s (the memory index is rebuilt from the memory files at the first start)"
+    )
+    echo(f"next: set BICAMERAL_DATABASE_URL={without_password(url)} (with its real password) and start bicameral")
 
 
 def __getattr__(name: str) -> Any:

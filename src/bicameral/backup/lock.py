@@ -46,6 +46,8 @@ class RunningLock:
         os.close(fd)
         if holder.startswith("restore"):
             raise BackupError(f"a restore into {self._path.parent} is under way: start the assistant once it ends")
+        if holder.startswith("migrate-db"):
+            raise BackupError(f"its database is being migrated (migrate-db, {holder}): start the assistant once it ends")
         raise BackupError(
             f"another assistant is running on {self._path.parent} ({holder or 'its pid unknown'}): stop it, or give "
             "this one its own BICAMERAL_DATA_DIR"
@@ -58,17 +60,18 @@ class RunningLock:
 
 
 @contextmanager
-def exclusive(data_dir: Path, *, restoring: bool = True) -> Iterator[None]:
-    """The data dir for this process alone, or a BackupError when an assistant runs on it."""
+def exclusive(data_dir: Path, *, restoring: bool = True, purpose: str = "restore") -> Iterator[None]:
+    """The data dir for this process alone, or a BackupError when an assistant runs on it; `purpose` names the work
+    (`restore`, `migrate-db`) to the one refused."""
     data_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise BackupError(f"the assistant is running on {data_dir}: stop it first, then restore") from None
+            raise BackupError(f"the assistant is running on {data_dir}: stop it first, then {purpose}") from None
         if restoring:
-            _say_who(fd, "restore")
+            _say_who(fd, purpose)
         yield
     finally:
         os.close(fd)
