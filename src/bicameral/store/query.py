@@ -7,6 +7,7 @@ reads and harmless functions. What one query may build is bounded too: SQLite's 
 connection cap every string or blob (so `printf('%.*c', 900000000, 'x')` or a runaway `replace` fails
 at once instead of allocating it), the columns, the expression depth and the like; a progress handler
 stops it after a budget of VM steps or of time; rows are fetched one at a time and their text cut.
+On PostgreSQL the same validated query runs in `query_postgres` (a READ ONLY transaction, a statement_timeout).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from bicameral.store.sql import SqlDatabase
 
 MAX_ROWS = 100
 MAX_TEXT = 2000
@@ -78,11 +81,18 @@ def validate(sql: str) -> str:
 
 
 def run_readonly(
-    db_path: Path, sql: str, *, max_rows: int = MAX_ROWS, max_text: int = MAX_TEXT, max_seconds: float = MAX_SECONDS,
-    max_steps: int = MAX_STEPS, clock: Callable[[], float] = time.monotonic,
+    db: SqlDatabase | Path, sql: str, *, max_rows: int = MAX_ROWS, max_text: int = MAX_TEXT,
+    max_seconds: float = MAX_SECONDS, max_steps: int = MAX_STEPS, clock: Callable[[], float] = time.monotonic,
 ) -> QueryResult:
-    """Validate and run the query on a read-only connection; values are cut to `max_text` characters."""
+    """Validate and run the query read-only on the database (either engine; a path is a SQLite file); values are
+    cut to `max_text` characters."""
     validate(sql)
+    if not isinstance(db, Path) and db.engine == "postgresql":
+        from bicameral.store.query_postgres import run_on_postgres  # psycopg loads only for PostgreSQL
+
+        url: str = getattr(db, "url")  # noqa: B009  PostgresDatabase's, not part of the engine-neutral protocol
+        return run_on_postgres(url, sql, max_rows=max_rows, max_text=max_text, max_seconds=max_seconds, cell=_cell)
+    db_path = db if isinstance(db, Path) else db.path
     conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     try:
         conn.execute("PRAGMA query_only = ON")

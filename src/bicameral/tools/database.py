@@ -10,7 +10,10 @@ from bicameral.tools.base import Tool, ToolContext, ToolResult
 
 
 class QueryArgs(BaseModel):
-    sql: str = Field(min_length=1, max_length=MAX_SQL_CHARS, description="One SQLite SELECT (CTEs allowed).")
+    sql: str = Field(
+        min_length=1, max_length=MAX_SQL_CHARS,
+        description="One SELECT in SQLite's dialect (CTEs allowed); on PostgreSQL it is translated.",
+    )
 
 
 class DatabaseQuery(Tool[QueryArgs]):
@@ -30,7 +33,7 @@ class DatabaseQuery(Tool[QueryArgs]):
             return ToolResult.error("the database is not available in this conversation")
         try:
             # A slow query must not hold up the other chats: run it beside the event loop, in the tools' threads.
-            result = await in_tool_thread(ctx.chat, run_readonly, ctx.stores.db.path, args.sql)
+            result = await in_tool_thread(ctx.chat, run_readonly, ctx.stores.db, args.sql)
         except QueryRefused as exc:
             return ToolResult.error(f"refused: {exc}")
         if not result.rows:
