@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -52,16 +53,41 @@ async def run_checks(settings: Settings, console: Console | None = None) -> bool
     return all_ok
 
 
-def live_check(settings: Settings) -> Check:
-    """`bicameral doctor --live` (a container's health check): is an assistant running on this data dir?
+def live_check(settings: Settings, now: float | None = None) -> Check:
+    """`bicameral doctor --live` (a container's health check): does an assistant run on this data dir, and turn?
 
-    A running assistant holds a shared lock on the data dir for as long as its process lives.
+    A running assistant holds a lock on the data dir for as long as its process lives, and its event loop touches
+    the heartbeat file on a timer: a process alive but stuck stops touching it. /health's traffic figures follow.
     """
-    from bicameral.backup import is_running
+    from bicameral.app.backups import HEARTBEAT_SECONDS
+    from bicameral.backup import is_running, last_beat
 
-    if is_running(settings.data_dir):
-        return Check("live", True, f"an assistant is running on {settings.data_dir.resolve()}")
-    return Check("live", False, f"no assistant is running on {settings.data_dir.resolve()}")
+    now = time.time() if now is None else now
+    where = settings.data_dir.resolve()
+    if not is_running(settings.data_dir):
+        return Check("live", False, f"no assistant is running on {where}")
+    beat = last_beat(settings.data_dir)
+    if beat is None or now - beat > 3 * HEARTBEAT_SECONDS:
+        since = "never" if beat is None else f"{now - beat:.0f} s ago"
+        return Check("live", False, f"an assistant holds {where} but its event loop has not turned ({since}): restart it")
+    return Check("live", True, "\n".join([f"an assistant is running on {where}", *_traffic(settings, now)]))
+
+
+def _traffic(settings: Settings, now: float) -> list[str]:
+    """/health's queue lines, read from the database beside the running app (its figures are not the verdict)."""
+    from bicameral.console.health import queue_lines
+    from bicameral.store import open_database
+    from bicameral.store.messages import MessageStore
+    from bicameral.store.outbox import OutboxStore
+
+    try:
+        db = open_database(settings.database_location)
+    except Exception as exc:
+        return [f"the database could not be read: {type(exc).__name__}"]
+    try:
+        return queue_lines(MessageStore(db), OutboxStore(db), now)
+    finally:
+        db.close()
 
 
 async def _data_dir(settings: Settings) -> Check:

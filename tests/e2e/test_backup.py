@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
-from bicameral.app.backups import backup_to, restore_from
+from bicameral.app.backups import HEARTBEAT_SECONDS, backup_to, restore_from
 from bicameral.backup import BackupError
 from bicameral.doctor import live_check
 from tests.conftest import OWNER
@@ -38,7 +39,11 @@ async def test_a_backup_of_the_running_assistant_restores_its_history_in_a_fresh
 
     with pytest.raises(BackupError, match="is running on"):
         restore_from(settings, archive)
-    assert live_check(settings).ok  # the container's health check: an assistant holds this data dir
+    live = live_check(settings)  # the container's health check: an assistant holds this data dir, its loop turns
+    assert live.ok and "Inbox: 0 not yet answered" in live.detail and "Outbox: 0 not yet delivered" in live.detail
+    # A process that holds the data dir but whose event loop has stopped turning is not healthy.
+    hung = live_check(settings, now=time.time() + 3 * HEARTBEAT_SECONDS + 5)
+    assert not hung.ok and "event loop has not turned" in hung.detail
     telegram.user_sends(OWNER, "and my car is red")  # after the backup: not in it
     await telegram.await_sent(OWNER, 3)
     await app.stop()

@@ -8,12 +8,13 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from bicameral.backup import RunningLock
+from bicameral.backup import RunningLock, beat
 
 ROOT = Path(__file__).parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
@@ -83,6 +84,7 @@ def test_the_llama_build_matches_scripts_setup():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a pip install of the whole project: minutes on a loaded machine
 def test_the_builder_steps_make_a_working_venv_in_a_fresh_directory(tmp_path):
     """What `docker build` would run, run here: the builder's files copied to a fresh directory, its install script."""
     context = tmp_path / "src"
@@ -123,7 +125,10 @@ def test_the_builder_steps_make_a_working_venv_in_a_fresh_directory(tmp_path):
     running = RunningLock(data)
     running.hold()
     try:
+        stuck = subprocess.run(health, capture_output=True, text=True, cwd=tmp_path, env=health_env, timeout=60)
+        beat(data, time.time())  # what a running app's event loop does on a timer
         live = subprocess.run(health, capture_output=True, text=True, cwd=tmp_path, env=health_env, timeout=60)
     finally:
         running.release()
+    assert stuck.returncode == 1 and "has not turned" in stuck.stdout
     assert live.returncode == 0 and "an assistant is running" in live.stdout

@@ -8,7 +8,7 @@ import logging
 import time
 from pathlib import Path
 
-from bicameral.backup import BackupPlan, Manifest, RunningLock, make_backup, prune_backups, restore_backup
+from bicameral.backup import BackupPlan, Manifest, RunningLock, beat, make_backup, prune_backups, restore_backup
 from bicameral.backup.archive import nightly_name
 from bicameral.backup.lock import instance_id
 from bicameral.backup.restore import Restored
@@ -19,6 +19,7 @@ from bicameral.types import Clock, Sleep
 log = logging.getLogger(__name__)
 
 NIGHTLY_CRON = "30 3 * * *"  # on the owner's wall clock (BICAMERAL_TIMEZONE): a quiet hour
+HEARTBEAT_SECONDS = 30.0  # `doctor --live` calls the app hung when its beat is more than three of these old
 
 
 def backup_dir(settings: Settings) -> Path:
@@ -102,9 +103,19 @@ class Running:
 
 
 def _version() -> str:
+        self._heart = asyncio.create_task(self._beat(settings.data_dir, clock), name="heartbeat")
     from importlib.metadata import PackageNotFoundError, version
 
+        self._heart.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._heart
     try:
         return version("bicameral")
     except PackageNotFoundError:
+    @staticmethod
+    async def _beat(data_dir: Path, clock: Clock) -> None:
+        while True:
+            beat(data_dir, clock())
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+
         return "unknown"

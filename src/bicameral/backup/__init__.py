@@ -1,7 +1,7 @@
 """Backups of the data dir: the database through SQLite's online backup API, the files beside it, a checksummed manifest."""
 
 from bicameral.backup.archive import BackupPlan, last_backup, make_backup, prune_backups
-from bicameral.backup.lock import RunningLock, is_running
+from bicameral.backup.lock import RunningLock, beat, is_running, last_beat
 from bicameral.backup.manifest import BackupError, Manifest
 from bicameral.backup.restore import restore_backup
 
@@ -10,8 +10,10 @@ __all__ = [
     "BackupPlan",
     "Manifest",
     "RunningLock",
+    "beat",
     "is_running",
     "last_backup",
+    "last_beat",
     "make_backup",
     "prune_backups",
     "restore_backup",

@@ -13,6 +13,7 @@ from pathlib import Path
 from bicameral.backup.manifest import BackupError
 
 LOCK_NAME = "bicameral.lock"
+HEARTBEAT_NAME = "heartbeat"  # touched by the running app's event loop: a loop that hangs stops touching it
 INSTANCE_NAME = "instance_id"  # made on the first start; a backup carries it, and restore compares it
 
 
@@ -86,6 +87,23 @@ def is_running(data_dir: Path) -> bool:
             return False
     except BackupError:
         return True
+
+
+def beat(data_dir: Path, now: float) -> None:
+    """The running app's event loop is turning: its heartbeat file says when it last did."""
+    path = data_dir / HEARTBEAT_NAME
+    try:
+        path.touch()
+        os.utime(path, (now, now))
+    except OSError:  # a full disk: the health check reads a stale beat, which is what the owner should see
+        pass
+
+
+def last_beat(data_dir: Path) -> float | None:
+    try:
+        return (data_dir / HEARTBEAT_NAME).stat().st_mtime
+    except OSError:
+        return None
 
 
 def instance_id(data_dir: Path, *, create: bool = True) -> str | None:

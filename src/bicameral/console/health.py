@@ -63,11 +63,8 @@ def health_command(sources: HealthSources) -> OwnerCommand:
 
 def health_text(sources: HealthSources, asking_row: int | None, disk: DiskUse) -> str:
     now = sources.clock()
-    inbox = sources.messages.pending_count()
-    outbox, oldest = sources.outbox.waiting()
     tasks = sources.tasks.open_counts()
     due = sources.schedules.due_by(now + HOUR)
-    waiting_since = f" (oldest recorded {ago(oldest, now)})" if outbox and oldest is not None else ""
     task_counts = f"{tasks.get('pending', 0)} queued, {tasks.get('running', 0)} running"
     if tasks.get("paused"):
         task_counts += f", {tasks['paused']} paused"
@@ -76,10 +73,7 @@ def health_text(sources: HealthSources, asking_row: int | None, disk: DiskUse) -
         f"Health at {utc_clock(now, now)}",
         f"Process uptime: {span(now - sources.started_at)} (started {utc_clock(sources.started_at, now)})",
         f"Paused: {'yes, answering only you (/resume)' if sources.paused() else 'no'}",
-        f"Last message in: {ago(sources.messages.last_inbound_before(asking_row), now)}",
-        f"Last message sent: {ago(sources.messages.last_sent_at(), now)}",
-        f"Inbox: {inbox} not yet answered",
-        f"Outbox: {outbox} not yet delivered{waiting_since}",
+        *queue_lines(sources.messages, sources.outbox, now, asking_row),
         f"Tasks: {task_counts}",
         f"Reminders due in the next hour: {_due(due.get('text'), now)}",
         f"Scheduled tasks due in the next hour: {_due(due.get('task'), now)}",
@@ -91,6 +85,19 @@ def health_text(sources: HealthSources, asking_row: int | None, disk: DiskUse) -
         f"Disk: {_disk(disk)}",
     ]
     return "\n".join(lines)
+
+
+def queue_lines(messages: MessageStore, outbox: OutboxStore, now: float, asking_row: int | None = None) -> list[str]:
+    """The traffic figures, for /health and for `bicameral doctor --live`."""
+    inbox = messages.pending_count()
+    waiting, oldest = outbox.waiting()
+    waiting_since = f" (oldest recorded {ago(oldest, now)})" if waiting and oldest is not None else ""
+    return [
+        f"Last message in: {ago(messages.last_inbound_before(asking_row), now)}",
+        f"Last message sent: {ago(messages.last_sent_at(), now)}",
+        f"Inbox: {inbox} not yet answered",
+        f"Outbox: {waiting} not yet delivered{waiting_since}",
+    ]
 
 
 def _due(due: tuple[int, float] | None, now: float) -> str:
