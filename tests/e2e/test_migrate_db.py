@@ -41,6 +41,8 @@ async def filled_sqlite_install(telegram, models, start_bot) -> Any:
     telegram.user_sends(OWNER, "remind me to oil the chain in 2099")
     await telegram.await_sent(OWNER, 2)
     app.stores.kv.set("migrate-test", "kept 100% as is")
+    app.stores.memory.remember("global", "The owner's bike is a blue gravel bike")
+    assert app.stores.db.query_one("SELECT COUNT(*) FROM memory_files")[0] > 0
     await app.stop()
     return app.settings
 
@@ -76,6 +78,8 @@ async def test_a_sqlite_install_moves_to_postgresql_where_the_app_goes_on(
     assert app.stores.db.engine == "postgresql"
     assert app.stores.kv.get("migrate-test") == "kept 100% as is"
     assert [s.body for s in app.stores.schedules.live()] == ["oil the chain"]
+    # The memory index was not copied: it is rebuilt from the memory files at its first use.
+    assert [f.text for f in app.stores.memory.search("gravel bike", ["global"])] == ["The owner's bike is a blue gravel bike"]
     telegram.user_sends(OWNER, "what colour is my bike?")
     sent = await telegram.await_sent(OWNER, 3)
     assert sent[-1]["text"] == "Your bike is blue."
