@@ -55,3 +55,34 @@ def test_a_read_only_data_dir_exits_2_saying_so(tmp_path, telegram, models, comm
     with immutable(data):
         result = run_cli(tmp_path, env, command, timeout=30)
     assert_one_clear_line(result, str(data), "BICAMERAL_DATA_DIR", "writable")
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_a_database_migrated_by_a_newer_version_stops_this_one_with_exit_2(tmp_path, telegram, models, engine, request):
+    """Two workers of different versions on one database: the newer migrated it, the older stops and says why."""
+    import sqlite3
+
+    from bicameral.store import open_database
+    from bicameral.store.db import known_version
+
+    newer = known_version() + 1
+    if engine == "postgresql":
+        url = request.getfixturevalue("postgres_url")
+        open_database(url).close()  # migrated to this version
+        db = open_database(url)
+        db.execute("UPDATE schema_version SET version = ?", (newer,))  # as a newer worker's migration leaves it
+        db.close()
+        env = bot_env(tmp_path, telegram, models, BICAMERAL_DATABASE_URL=url)
+    else:
+        path = tmp_path / "data" / "bicameral.db"
+        open_database(path).close()
+        conn = sqlite3.connect(path)
+        conn.execute(f"PRAGMA user_version={newer}")
+        conn.close()
+        env = bot_env(tmp_path, telegram, models)
+    before = len(telegram.calls_to("getUpdates"))
+    result = run_cli(tmp_path, env, "run")
+    assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("bicameral: ")]
+    assert len(said) == 1 and f"schema is version {newer}" in said[0] and "upgrade this one too" in said[0]
+    assert len(telegram.calls_to("getUpdates")) == before  # it never started serving

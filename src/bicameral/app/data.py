@@ -13,7 +13,7 @@ from bicameral.redaction import Redactor
 from bicameral.sandbox.artifacts import OUTGOING_DIR, prune
 from bicameral.store import Stores
 from bicameral.store.reserve import DiskReserve
-from bicameral.store.sql import DatabaseError
+from bicameral.store.sql import DatabaseError, SchemaTooNew
 from bicameral.tasks.store import TaskStore
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,8 @@ def open_stores(settings: Settings) -> Stores:
         )
     except ConfigError:
         raise  # a database server that cannot be reached says so itself, without the password
+    except SchemaTooNew as exc:
+        raise ConfigError(str(exc)) from None
     except DatabaseError as exc:
         if settings.database_url is not None:
             raise ConfigError(f"the database refused to start: {exc}") from None

@@ -392,6 +392,6 @@ class App:
             await self.models.aclose()
         if hasattr(self, "held"):
             await self.held.close()
-        if hasattr(self, "stores"):
+        if hasattr(self, "stores"):  # a start refused before the database opened has nothing more to stop
             self.stores.close()
-        log.info("stopped")
+            log.info("stopped")
