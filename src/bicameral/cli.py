@@ -172,7 +172,7 @@ def _migrate_db(url: str, echo: Callable[[str], Any]) -> None:
     except (BicameralError, OSError, sqlite3.Error) as exc:
         _fail("nothing migrated: " + hide_password(" ".join(str(exc).split()), url))
     echo(
-        f"copied {done.total} rows of {len(done.rows)} tables from {settings.db_path} into {without_password(url)} "
+        f"copied {len(done.rows)} tables ({done.total} rows) from {settings.db_path} into {without_password(url)} "
         f"in {done.seconds:.1f} s (the memory index is rebuilt from the memory files at the first start)"
     )
     echo(f"next: set BICAMERAL_DATABASE_URL={without_password(url)} (with its real password) and start bicameral")

@@ -65,7 +65,7 @@ async def test_a_sqlite_install_moves_to_postgresql_where_the_app_goes_on(
     assert done.returncode == 0, done.stderr
     password = urlsplit(postgres_url).password
     assert password and password not in done.stdout + done.stderr
-    assert f"of {len(tables)} tables" in done.stdout and "BICAMERAL_DATABASE_URL=postgresql://" in done.stdout
+    assert f"copied {len(tables)} tables (" in done.stdout and "BICAMERAL_DATABASE_URL=postgresql://" in done.stdout
     target = open_database(postgres_url)
     try:
         assert {table: rows_of(target, table) for table in tables} == before
