@@ -81,7 +81,7 @@ class PostgresDatabase:
                 else ("BEGIN", "ROLLBACK", "COMMIT")
             )
             try:
-                self._raw(begin)
+                self._raw(begin, fresh=not nested)
                 try:
                     yield _Connection(self)
                 except BaseException:
@@ -94,17 +94,19 @@ class PostgresDatabase:
 
     def query(self, sql: str, params: Params = ()) -> Sequence[_Row]:
         with self._lock:
-            rows: list[_Row] = self._run(sql, params).fetchall()
+            rows: list[_Row] = self._raw(to_postgres(sql), params, fresh=not self._depth).fetchall()
             return rows
 
     def query_one(self, sql: str, params: Params = ()) -> _Row | None:
         with self._lock:
-            row: _Row | None = self._run(sql, params).fetchone()
+            row: _Row | None = self._raw(to_postgres(sql), params, fresh=not self._depth).fetchone()
             return row
 
     def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor[Any]:
-        with self._lock:
-            return self._run(sql, params)
+        # A write of its own runs in a transaction of its own: if the connection turns out dead at its BEGIN, the
+        # write was never sent and goes on a new connection; a write lost mid-flight is never sent twice.
+        with self._lock, self.tx() as conn:
+            return conn.execute(sql, params)
 
     def close(self) -> None:
         with self._lock:
@@ -121,13 +123,31 @@ class PostgresDatabase:
             raise _as_dbapi(exc) from exc
         return cursor
 
-    def _raw(self, sql: str, params: Params | None = None) -> psycopg.Cursor[Any]:
-        if self._conn.closed and not self._depth:
-            self._conn = _connect(self.url)  # the server went away between transactions: a new connection
+    def _raw(self, sql: str, params: Params | None = None, *, fresh: bool = False) -> psycopg.Cursor[Any]:
+        """Run one statement. `fresh`: nothing of a transaction has run yet (its BEGIN, or a read of its own), so a
+        connection the server dropped meanwhile (a restart, a failover, an idle timeout) is replaced and the
+        statement sent again, once; mid-transaction a lost connection is the transaction's error."""
+        if self._conn.closed and fresh:
+            self._reconnect()
+        try:
+            return self._conn.execute(sql, params)
+        except psycopg.OperationalError as exc:
+            if not (fresh and self._conn.closed):
+                raise _as_dbapi(exc) from exc
+            log.warning("the database connection was lost (%s): connecting again", _first_line(exc))
+        except psycopg.Error as exc:
+            raise _as_dbapi(exc) from exc
+        self._reconnect()
         try:
             return self._conn.execute(sql, params)
         except psycopg.Error as exc:
             raise _as_dbapi(exc) from exc
+
+    def _reconnect(self) -> None:
+        try:
+            self._conn = _connect(self.url)
+        except DatabaseUnreachable as exc:
+            raise OperationalError(str(exc)) from None  # a store call fails as on any lost connection
 
 
 class _Connection:
@@ -184,6 +204,10 @@ def _connect(url: str) -> psycopg.Connection[Any]:
         ) from None
     conn.adapters.register_dumper(bool, _BoolAsInteger)
     return conn
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _as_dbapi(exc: psycopg.Error) -> Error:
