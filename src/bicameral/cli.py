@@ -144,6 +144,8 @@ def _backup(path: Path, echo: Callable[[str], Any]) -> None:
     except (BicameralError, OSError) as exc:
         _fail(f"no backup made: {exc}")
     echo(f"backed up {len(manifest.files)} files ({manifest.total_bytes} bytes) of instance {manifest.instance_id} into {path}")
+    if manifest.database == "postgresql":
+        echo("the PostgreSQL database is in it as postgresql.dump (pg_dump's custom format); restore loads it")
 
 
 def _restore(path: Path, echo: Callable[[str], Any]) -> None:
@@ -156,6 +158,8 @@ def _restore(path: Path, echo: Callable[[str], Any]) -> None:
         _fail(f"nothing restored: {exc}")
     made = restored.manifest
     echo(f"restored {len(made.files)} files from {path} into {settings.data_dir}")
+    if made.database == "postgresql":
+        echo("the database was loaded from the backup's postgresql.dump into BICAMERAL_DATABASE_URL's database")
     if restored.aside is not None:
         echo(f"what the data dir held before is in {restored.aside}")
 

@@ -38,6 +38,7 @@ MAY_START_PROCESSES = {
     "media/whisper_local.py": "our own offline transcription worker, killed past its time limit or when idle",
     "commands/process.py": "a command's own child process (no environment, CPU and memory limits), killed past its time",
     "commands/history.py": "git, in the commands folder's own repository",
+    "backup/pg_dump.py": "pg_dump and pg_restore, for a backup of a PostgreSQL database and its restore",
 }
 
 _WRITE_MODE_CHARS = set("wax+")

@@ -28,7 +28,7 @@ def backup_dir(settings: Settings) -> Path:
 
 
 def backup_plan(settings: Settings) -> BackupPlan:
-    return BackupPlan(settings.data_dir, _version(), left_out=(backup_dir(settings),))
+    return BackupPlan(settings.data_dir, _version(), left_out=(backup_dir(settings),), database_url=_database_url(settings))
 
 
 def backup_to(settings: Settings, dest: Path, clock: Clock = time.time) -> Manifest:
@@ -38,7 +38,14 @@ def backup_to(settings: Settings, dest: Path, clock: Clock = time.time) -> Manif
 
 def restore_from(settings: Settings, source: Path, clock: Clock = time.time) -> Restored:
     """`bicameral restore PATH`: with the assistant stopped, the data dir's content replaced by the backup's."""
-    return restore_backup(settings.data_dir, source, clock(), keep=(backup_dir(settings),))
+    return restore_backup(
+        settings.data_dir, source, clock(), keep=(backup_dir(settings),), database_url=_database_url(settings)
+    )
+
+
+def _database_url(settings: Settings) -> str | None:
+    """PostgreSQL's URL when the database is there (its backup is a pg_dump); None for SQLite in the data dir."""
+    return settings.database_url.get_secret_value() if settings.database_url is not None else None
 
 
 class NightlyBackups:

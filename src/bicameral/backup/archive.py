@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bicameral.backup.lock import LOCK_NAME, instance_id
 from bicameral.backup.manifest import MANIFEST_NAME, BackupError, Entry, Manifest, copy_hashed, file_hash
+from bicameral.backup.pg_dump import DUMP_NAME, dump_database
 
 DB_NAME = "bicameral.db"
 RECORD_NAME = "last_backup.json"
@@ -21,7 +22,7 @@ RECORD_NAME = "last_backup.json"
 # Claude Code CLI's homes and captures (tokens among them), copies of files still to send, the lock and this record.
 SKIPPED = frozenset({
     DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", ".reserve", "logs", "cc_logs", "claude_code",
-    "outgoing", "plugins_tools.json", LOCK_NAME, RECORD_NAME,
+    "outgoing", "plugins_tools.json", LOCK_NAME, RECORD_NAME, DUMP_NAME,
 })
 NIGHTLY_PREFIX = "bicameral-"
 NIGHTLY_SUFFIX = ".tar.gz"
@@ -36,6 +37,7 @@ class BackupPlan:
     data_dir: Path
     version: str
     left_out: tuple[Path, ...] = ()
+    database_url: str | None = None  # PostgreSQL's: the database is dumped with pg_dump instead of copied
 
 
 def make_backup(plan: BackupPlan, dest: Path, now: float) -> Manifest:
@@ -65,7 +67,11 @@ def make_backup(plan: BackupPlan, dest: Path, now: float) -> Manifest:
 def _fill(plan: BackupPlan, staging: Path, now: float) -> Manifest:
     ident = instance_id(plan.data_dir)
     assert ident is not None
-    entries = [_copy_database(plan.data_dir / DB_NAME, staging / DB_NAME)] if (plan.data_dir / DB_NAME).exists() else []
+    if plan.database_url is not None:
+        dump_database(plan.database_url, staging / DUMP_NAME)
+        entries = [Entry(DUMP_NAME, *file_hash(staging / DUMP_NAME))]
+    else:
+        entries = [_copy_database(plan.data_dir / DB_NAME, staging / DB_NAME)] if (plan.data_dir / DB_NAME).exists() else []
     left_out = {path.resolve() for path in plan.left_out}
     for root, dirs, files in os.walk(plan.data_dir):
         here = Path(root)
@@ -78,7 +84,8 @@ def _fill(plan: BackupPlan, staging: Path, now: float) -> Manifest:
             entry = _copy_file(source, staging / rel_root / name, (rel_root / name).as_posix())
             if entry is not None:
                 entries.append(entry)
-    manifest = Manifest(plan.version, ident, now, tuple(sorted(entries, key=lambda e: e.path)))
+    database = "sqlite" if plan.database_url is None else "postgresql"
+    manifest = Manifest(plan.version, ident, now, tuple(sorted(entries, key=lambda e: e.path)), database)
     (staging / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
     return manifest
 

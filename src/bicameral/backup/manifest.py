@@ -13,6 +13,7 @@ from bicameral.errors import BicameralError
 FORMAT = 1
 MANIFEST_NAME = "manifest.json"
 CHUNK = 1 << 20
+DATABASES = ("sqlite", "postgresql")
 
 
 class BackupError(BicameralError):
@@ -32,6 +33,8 @@ class Manifest:
     instance_id: str
     created_at: float
     files: tuple[Entry, ...]
+    # Where the database is in it: "sqlite" (bicameral.db, when the data dir had one) or "postgresql" (a pg_dump).
+    database: str = "sqlite"
 
     def to_json(self) -> str:
         return json.dumps(
@@ -40,6 +43,7 @@ class Manifest:
                 "version": self.version,
                 "instance_id": self.instance_id,
                 "created_at": self.created_at,
+                "database": self.database,
                 "files": [{"path": e.path, "size": e.size, "sha256": e.sha256} for e in self.files],
             },
             indent=1,
@@ -57,7 +61,10 @@ def read_manifest(text: str, where: object) -> Manifest:
         if raw.get("format") != FORMAT:
             raise BackupError(f"{where} is a backup of format {raw.get('format')!r}; this version reads format {FORMAT}")
         files = tuple(Entry(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in raw["files"])
-        manifest = Manifest(str(raw["version"]), str(raw["instance_id"]), float(raw["created_at"]), files)
+        database = str(raw.get("database", "sqlite"))  # backups made before PostgreSQL have none: SQLite's
+        if database not in DATABASES:
+            raise BackupError(f"{where} holds a database of an unknown kind ({database[:40]!r})")
+        manifest = Manifest(str(raw["version"]), str(raw["instance_id"]), float(raw["created_at"]), files, database)
     except BackupError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bicameral.backup.lock import LOCK_NAME, exclusive, instance_id
 from bicameral.backup.manifest import MANIFEST_NAME, BackupError, Manifest, file_hash, read_manifest, safe_relative
+from bicameral.backup.pg_dump import DUMP_NAME, check_empty, load_dump
 
 MAX_MANIFEST_BYTES = 64 << 20
 
@@ -22,8 +23,11 @@ class Restored:
     aside: Path | None  # where the data dir's previous content went (None: it held nothing)
 
 
-def restore_backup(data_dir: Path, source: Path, now: float, *, keep: tuple[Path, ...] = ()) -> Restored:
-    """Replace the data dir's content with the backup at `source`; `keep` are folders inside it left where they are."""
+def restore_backup(
+    data_dir: Path, source: Path, now: float, *, keep: tuple[Path, ...] = (), database_url: str | None = None
+) -> Restored:
+    """Replace the data dir's content with the backup at `source`; `keep` are folders inside it left where they are.
+    With `database_url` (PostgreSQL) the backup's dump is loaded into that database, which must be empty."""
     if not source.exists():
         raise BackupError(f"there is no backup at {source}")
     with exclusive(data_dir):
@@ -42,6 +46,7 @@ def restore_backup(data_dir: Path, source: Path, now: float, *, keep: tuple[Path
                     f"{source} is a backup of another instance ({manifest.instance_id}, this data dir is {ours}): "
                     f"to restore it anyway, move {data_dir} away and restore into an empty data dir"
                 )
+            _check_database(manifest, source, database_url)
             aside = _move_aside(data_dir, now, keep)
             for entry in manifest.files:
                 target = data_dir / entry.path
@@ -50,9 +55,38 @@ def restore_backup(data_dir: Path, source: Path, now: float, *, keep: tuple[Path
                     (folder / entry.path).rename(target)
                 else:
                     shutil.copy2(folder / entry.path, target)
+            if manifest.database == "postgresql" and database_url is not None:
+                _load(database_url, data_dir / DUMP_NAME)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return Restored(manifest, aside)
+
+
+def _check_database(manifest: Manifest, source: Path, database_url: str | None) -> None:
+    """The backup's database must go where this install keeps its own: refused before anything moves."""
+    if manifest.database == "postgresql" and database_url is None:
+        raise BackupError(
+            f"{source} holds a PostgreSQL dump ({DUMP_NAME}): set BICAMERAL_DATABASE_URL to a new, empty database "
+            "to restore it"
+        )
+    if manifest.database == "postgresql" and database_url is not None:
+        check_empty(database_url)
+    if manifest.database == "sqlite" and database_url is not None and any(e.path == "bicameral.db" for e in manifest.files):
+        raise BackupError(
+            f"{source} holds a SQLite database but BICAMERAL_DATABASE_URL is set: unset it to restore this backup, "
+            "then move the data to PostgreSQL with `bicameral migrate-db`"
+        )
+
+
+def _load(database_url: str, dump: Path) -> None:
+    try:
+        load_dump(database_url, dump)
+    except BackupError as exc:
+        raise BackupError(
+            f"the backup's files are restored but its database is not: {exc}. The dump is kept at {dump}; load it "
+            "with `pg_restore --no-owner --single-transaction --dbname <URL> " + str(dump) + "` into an empty database"
+        ) from None
+    dump.unlink()  # loaded: the database holds it now, and a dump left here would only go stale
 
 
 def _untar(source: Path, staging: Path) -> None:

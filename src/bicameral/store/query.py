@@ -15,10 +15,12 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from bicameral.store.query_types import QueryRefused, QueryResult, cell
 from bicameral.store.sql import SqlDatabase
+
+__all__ = ["MAX_ROWS", "MAX_SQL_CHARS", "QueryRefused", "QueryResult", "run_readonly", "validate"]
 
 MAX_ROWS = 100
 MAX_TEXT = 2000
@@ -56,17 +58,6 @@ DENIED_FUNCTIONS = frozenset(
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 
 
-class QueryRefused(ValueError):
-    """A query that is not one plain read; the message says why."""
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    columns: list[str]
-    rows: list[tuple[object, ...]]
-    more: bool  # rows were cut at the cap
-
-
 def validate(sql: str) -> str:
     """The query if it is one read-only SELECT, else QueryRefused naming the reason."""
     if len(sql) > MAX_SQL_CHARS:
@@ -91,7 +82,7 @@ def run_readonly(
         from bicameral.store.query_postgres import run_on_postgres  # psycopg loads only for PostgreSQL
 
         url: str = getattr(db, "url")  # noqa: B009  PostgresDatabase's, not part of the engine-neutral protocol
-        return run_on_postgres(url, sql, max_rows=max_rows, max_text=max_text, max_seconds=max_seconds, cell=_cell)
+        return run_on_postgres(url, sql, max_rows=max_rows, max_text=max_text, max_seconds=max_seconds)
     db_path = db if isinstance(db, Path) else db.path
     conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     try:
@@ -107,7 +98,7 @@ def run_readonly(
             rows: list[tuple[object, ...]] = []
             # One row at a time, each value cut at once: never a hundred rows of full-size values in memory.
             while len(rows) <= max_rows and (row := cursor.fetchone()) is not None:
-                rows.append(tuple(_cell(v, max_text) for v in row))
+                rows.append(tuple(cell(v, max_text) for v in row))
         except sqlite3.DatabaseError as exc:
             if budget.stopped:
                 raise QueryRefused(
@@ -146,11 +137,3 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
-
-
-def _cell(value: object, max_text: int) -> object:
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    if isinstance(value, str) and len(value) > max_text:
-        return value[:max_text] + "…"
-    return value

@@ -9,13 +9,11 @@ and cancels the query at the timeout. Rows come one at a time, each value cut, a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import psycopg
 import sqlglot
 from sqlglot import exp
 
-from bicameral.store.query import QueryRefused, QueryResult
+from bicameral.store.query_types import QueryRefused, QueryResult, cell
 from bicameral.store.sql import without_password
 
 CONNECT_TIMEOUT_SECONDS = 10
@@ -39,9 +37,9 @@ def why_not_on_postgres(sql: str) -> str | None:
 
 
 def run_on_postgres(
-    url: str, sql: str, *, max_rows: int, max_text: int, max_seconds: float, cell: Callable[[object, int], object]
+    url: str, sql: str, *, max_rows: int, max_text: int, max_seconds: float
 ) -> QueryResult:
-    """Run an already validated SELECT read-only on the server at `url`; values cut by `cell`."""
+    """Run an already validated SELECT read-only on the server at `url`; values cut to `max_text` characters."""
     if (reason := why_not_on_postgres(sql)) is not None:
         raise QueryRefused(reason)
     try:
