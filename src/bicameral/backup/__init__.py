@@ -1,4 +1,5 @@
-"""Backups of the data dir: the database through SQLite's online backup API, the files beside it, a checksummed manifest."""
+"""Backups of the data dir: the database (SQLite's online backup API, or pg_dump for PostgreSQL), the files beside it,
+a checksummed manifest."""
 
 from bicameral.backup.archive import BackupPlan, last_backup, make_backup, prune_backups
 from bicameral.backup.lock import RunningLock, beat, is_running, last_beat
