@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from bicameral.app import App, telegram_config
@@ -10,6 +12,32 @@ from tests.fakes.model_server import ModelServer
 from tests.fakes.telegram_server import FakeTelegram
 
 OWNER = 1001
+
+# `BICAMERAL_TEST_DATABASE=postgresql` runs the tests that build Settings with `make_settings` on a fresh
+# PostgreSQL database each (the stores' second engine); unset, or `sqlite`, keeps SQLite in the data dir.
+TEST_DATABASE = os.environ.get("BICAMERAL_TEST_DATABASE", "sqlite").strip().lower() or "sqlite"
+if TEST_DATABASE not in ("sqlite", "postgresql"):
+    raise pytest.UsageError(f"BICAMERAL_TEST_DATABASE must be sqlite or postgresql, not {TEST_DATABASE!r}")
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(reason): the test needs what only SQLite has yet; skipped on PostgreSQL with the reason",
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A `sqlite_only` test is skipped when it would run on PostgreSQL (the whole run, or its `database` parameter)."""
+    marker = item.get_closest_marker("sqlite_only")
+    if marker is None:
+        return
+    callspec = getattr(item, "callspec", None)
+    engine = callspec.params.get("database_location", TEST_DATABASE) if callspec is not None else TEST_DATABASE
+    if engine == "postgresql":
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "SQLite only")
+        pytest.skip(f"SQLite only for now: {reason}")
 
 
 @pytest.fixture
@@ -27,8 +55,9 @@ def models():
 
 
 @pytest.fixture
-def make_settings(tmp_path, telegram, models):
-    """Settings wired to the fakes; keyword overrides win."""
+def make_settings(request, tmp_path, telegram, models):
+    """Settings wired to the fakes; keyword overrides win. On PostgreSQL every call shares the test's one database."""
+    database_url = request.getfixturevalue("postgres_url") if TEST_DATABASE == "postgresql" else None
 
     def make(**overrides) -> Settings:
         values = dict(
@@ -46,6 +75,8 @@ def make_settings(tmp_path, telegram, models):
             typing_interval_seconds=0.5,
             progress_note_after_seconds=0,  # tests that want the note turn it on
         )
+        if database_url is not None:
+            values["database_url"] = database_url
         values.update(overrides)
         return Settings.for_test(tmp_path, **values)
 
@@ -107,3 +138,21 @@ def postgres_url(postgres):
     url = postgres.create_database(name)
     yield url
     postgres.drop_database(name)
+
+
+@pytest.fixture(params=ENGINES)
+def database_location(request, tmp_path):
+    """Where a store test's database is, once per engine: a SQLite file in tmp_path, then a fresh PostgreSQL."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("postgres_url")
+    return tmp_path / "db.sqlite"
+
+
+@pytest.fixture
+def database(database_location):
+    """An open database of each engine (the store tests that hold for both ask for this); closed after the test."""
+    from bicameral.store import open_database
+
+    db = open_database(database_location)
+    yield db
+    db.close()

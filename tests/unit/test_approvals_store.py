@@ -79,8 +79,8 @@ async def _check(approvals: Approvals, args: dict[str, Any]) -> ToolResult | Non
     return await approvals.check(Note(), NoteArgs(**args), args, _ctx())
 
 
-async def test_a_decision_made_while_nothing_waits_goes_to_the_run_asking_again(tmp_path):
-    stores = Stores.open(tmp_path / "db.sqlite")
+async def test_a_decision_made_while_nothing_waits_goes_to_the_run_asking_again(tmp_path, database_location):
+    stores = Stores.open(database_location, data_dir=tmp_path)
     clock = [1000.0]
     channel = Channel()
     first = _approvals(stores, channel, clock)
@@ -101,8 +101,8 @@ async def test_a_decision_made_while_nothing_waits_goes_to_the_run_asking_again(
     stores.close()
 
 
-async def test_a_late_deny_is_handed_out_once(tmp_path):
-    stores = Stores.open(tmp_path / "db.sqlite")
+async def test_a_late_deny_is_handed_out_once(tmp_path, database_location):
+    stores = Stores.open(database_location, data_dir=tmp_path)
     clock = [1000.0]
     channel = Channel()
     first = _approvals(stores, channel, clock)

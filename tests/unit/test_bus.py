@@ -83,8 +83,8 @@ class Events(list):
 
 
 @pytest.fixture
-async def bus_and_events(tmp_path):
-    stores = Stores.open(tmp_path / "db.sqlite")
+async def bus_and_events(tmp_path, database_location):
+    stores = Stores.open(database_location, data_dir=tmp_path)
     changes = Changes()
     events = Events(changes)
     executor = GateExecutor(changes)
@@ -176,8 +176,8 @@ async def test_a_failure_is_retried_once_then_reported(bus_and_events):
     assert bus.get(task.id).error == "provider down"
 
 
-async def test_a_scheduled_task_s_failures_follow_the_schedule_s_retry_policy(tmp_path):
-    stores = Stores.open(tmp_path / "db.sqlite")
+async def test_a_scheduled_task_s_failures_follow_the_schedule_s_retry_policy(tmp_path, database_location):
+    stores = Stores.open(database_location, data_dir=tmp_path)
     changes = Changes()
     events = Events(changes)
     executor = GateExecutor(changes)
@@ -205,8 +205,8 @@ async def test_a_scheduled_task_s_failures_follow_the_schedule_s_retry_policy(tm
         stores.close()
 
 
-async def test_open_tasks_resume_after_a_restart(tmp_path):
-    stores = Stores.open(tmp_path / "db.sqlite")
+async def test_open_tasks_resume_after_a_restart(tmp_path, database_location):
+    stores = Stores.open(database_location, data_dir=tmp_path)
     changes = Changes()
     first = GateExecutor(changes)
     bus = TaskBus(TaskStore(stores.db), first, on_event=Events(changes))

@@ -45,8 +45,8 @@ def _call(at: float, tokens: int, *people: str) -> ModelCall:
 
 
 @pytest.fixture
-def stores(tmp_path):
-    opened = Stores.open(tmp_path / "db.sqlite")
+def stores(tmp_path, database_location):
+    opened = Stores.open(database_location, data_dir=tmp_path)
     yield opened
     opened.close()
 

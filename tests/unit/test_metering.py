@@ -13,7 +13,7 @@ from bicameral.models.base import Message, ModelError, Stop, TextDelta, Usage, c
 from bicameral.models.chosen import ChosenModel, ModelChoices
 from bicameral.models.metered import Meter, MeteredModel, ModelCall, ModelOutcomes
 from bicameral.models.scope import current_chat
-from bicameral.store.db import Database
+from bicameral.store.sql import SqlDatabase
 from bicameral.store.usage import UsageStore
 
 
@@ -162,8 +162,8 @@ def test_a_configured_ref_matches_the_fuller_name_its_model_reports() -> None:
     ]
 
 
-def test_usage_totals_add_up_by_the_columns_asked_for() -> None:
-    store = UsageStore(Database(":memory:"))
+def test_usage_totals_add_up_by_the_columns_asked_for(database: SqlDatabase) -> None:
+    store = UsageStore(database)
     rows = [
         (100.0, "openai:a", "back", "c1", 10, 1, "ok"),
         (200.0, "openai:a", "back", "c2", 20, 2, "rate_limit"),
@@ -246,7 +246,7 @@ async def test_a_chosen_model_that_cannot_be_built_fails_the_call_as_a_model_err
     assert failed.value.kind == "bad_request"
 
 
-async def test_a_tasks_model_calls_count_for_its_chat_however_it_was_started(tmp_path) -> None:
+async def test_a_tasks_model_calls_count_for_its_chat_however_it_was_started(tmp_path, database_location) -> None:
     """The bus sets the task's chat in the task's own asyncio task: spawned anywhere, or resumed at start."""
     from bicameral.store import Stores
     from bicameral.tasks.bus import TaskBus
@@ -268,7 +268,7 @@ async def test_a_tasks_model_calls_count_for_its_chat_however_it_was_started(tmp
     async def nothing(task, event) -> None:
         return None
 
-    stores = Stores.open(tmp_path / "db.sqlite")
+    stores = Stores.open(database_location, data_dir=tmp_path)
     first = Seeing()
     bus = TaskBus(TaskStore(stores.db), first, on_event=nothing)
     token = current_chat.set("telegram:elsewhere")

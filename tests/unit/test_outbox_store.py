@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bicameral.events import DeleteMessage, EditText, SendFile, SendText
-from bicameral.store.db import Database
 from bicameral.store.outbox import GIVEN_UP, PENDING, SENT, OutboxStore, QueuePlace
+from bicameral.store.sql import SqlDatabase
 
 DAY = 86400.0
 
 
-def test_entries_finished_before_the_cut_are_forgotten_and_pending_ones_never(tmp_path: Path) -> None:
+def test_entries_finished_before_the_cut_are_forgotten_and_pending_ones_never(database: SqlDatabase) -> None:
     now = [1_000_000.0]
-    store = OutboxStore(Database(tmp_path / "db.sqlite"), clock=lambda: now[0])
+    store = OutboxStore(database, clock=lambda: now[0])
     old_sent, old_refused, still_pending, recent = (
         store.add([SendText(chat=f"telegram:{i}", text="hi")], [now[0]])[0] for i in range(4)
     )
@@ -28,8 +26,8 @@ def test_entries_finished_before_the_cut_are_forgotten_and_pending_ones_never(tm
     assert store.state_of(recent.id) == SENT
 
 
-def test_a_message_is_kept_redacted_and_one_without_secrets_exactly_as_given(tmp_path: Path) -> None:
-    store = OutboxStore(Database(tmp_path / "db.sqlite"))
+def test_a_message_is_kept_redacted_and_one_without_secrets_exactly_as_given(database: SqlDatabase) -> None:
+    store = OutboxStore(database)
     key = "sk-" + "a1B2" * 12
     plain = SendText(chat="telegram:1", text="see you at 5", reply_to="41", thread_id="7")
     secret = SendFile(chat="telegram:1", path="/data/report.pdf", caption=f"the key is {key}")
@@ -41,8 +39,8 @@ def test_a_message_is_kept_redacted_and_one_without_secrets_exactly_as_given(tmp
     assert key not in (kept[1].caption or "") and "REDACTED" in (kept[1].caption or "")
 
 
-def test_the_head_place_names_the_first_unsent_message_its_tries_and_when_it_is_due(tmp_path: Path) -> None:
-    store = OutboxStore(Database(tmp_path / "db.sqlite"))
+def test_the_head_place_names_the_first_unsent_message_its_tries_and_when_it_is_due(database: SqlDatabase) -> None:
+    store = OutboxStore(database)
     first, second = store.add([SendText(chat="telegram:1", text=t) for t in ("one", "two")], [10.0, 10.0])
     store.add([SendText(chat="telegram:2", text="elsewhere")], [10.0])
     assert store.head_place("telegram:1") == QueuePlace(first.id, 0, 10.0)
@@ -55,8 +53,8 @@ def test_the_head_place_names_the_first_unsent_message_its_tries_and_when_it_is_
     assert store.head_place("telegram:1") is None
 
 
-def test_edits_and_deletions_are_kept_too_an_edit_redacted_like_a_message(tmp_path: Path) -> None:
-    store = OutboxStore(Database(tmp_path / "db.sqlite"))
+def test_edits_and_deletions_are_kept_too_an_edit_redacted_like_a_message(database: SqlDatabase) -> None:
+    store = OutboxStore(database)
     key = "sk-" + "a1B2" * 12
     edit = EditText(chat="telegram:1", message_id="41", text=f"the key is {key}")
     delete = DeleteMessage(chat="telegram:1", message_id="41")
@@ -67,8 +65,8 @@ def test_edits_and_deletions_are_kept_too_an_edit_redacted_like_a_message(tmp_pa
     assert kept[1:] == [delete, notice]
 
 
-def test_the_parts_of_a_text_already_delivered_are_kept_with_its_next_try(tmp_path: Path) -> None:
-    store = OutboxStore(Database(tmp_path / "db.sqlite"))
+def test_the_parts_of_a_text_already_delivered_are_kept_with_its_next_try(database: SqlDatabase) -> None:
+    store = OutboxStore(database)
     [entry] = store.add([SendText(chat="telegram:1", text="long")], [0.0])
     assert entry.parts_sent == ()
     store.retry_later(entry.id, 5.0, "429", ("101",))
@@ -78,8 +76,8 @@ def test_the_parts_of_a_text_already_delivered_are_kept_with_its_next_try(tmp_pa
     assert store.head("telegram:1").parts_sent == ("101", "102")  # type: ignore[union-attr]
 
 
-def test_an_entry_written_before_purposes_and_parts_reads_as_a_conversation_message(tmp_path: Path) -> None:
-    db = Database(tmp_path / "db.sqlite")
+def test_an_entry_written_before_purposes_and_parts_reads_as_a_conversation_message(database: SqlDatabase) -> None:
+    db = database
     store = OutboxStore(db)
     db.execute(
         "INSERT INTO outbox (chat, action, not_before, created_at) VALUES (?, ?, 0, 0)",

@@ -17,8 +17,8 @@ from bicameral.gate.pairing import (
     Pairing,
     code_attempt,
 )
-from bicameral.store.db import Database
 from bicameral.store.pairing import PairingStore
+from bicameral.store.sql import SqlDatabase
 
 OWNER = 42
 STRANGER = 7
@@ -39,14 +39,13 @@ def _dm(text: str, sender: int = STRANGER, **changes) -> Inbound:
     return dataclasses.replace(inbound, **changes)
 
 
-def _pairing(tmp_path, clock: Clock) -> tuple[Pairing, Database, AccessPolicy]:
-    db = Database(tmp_path / "db.sqlite")
+def _pairing(tmp_path, clock: Clock, db: SqlDatabase) -> tuple[Pairing, SqlDatabase, AccessPolicy]:
     access = AccessPolicy(tmp_path / "access.json", OWNER)
     return Pairing(PairingStore(db), access, owner_id=OWNER, clock=clock), db, access
 
 
-def test_codes_are_eight_of_the_alphabet_and_only_their_hash_is_stored(tmp_path):
-    pairing, db, _ = _pairing(tmp_path, Clock())
+def test_codes_are_eight_of_the_alphabet_and_only_their_hash_is_stored(tmp_path, database):
+    pairing, db, _ = _pairing(tmp_path, Clock(), database)
     codes = {pairing.issue("telegram:42").code for _ in range(20)}
     assert len(codes) == 20
     assert all(re.fullmatch(r"[A-Z2-9]{8}", code) for code in codes)
@@ -54,9 +53,9 @@ def test_codes_are_eight_of_the_alphabet_and_only_their_hash_is_stored(tmp_path)
     assert not any(code in stored for code in codes)
 
 
-def test_a_code_lets_one_stranger_in_once(tmp_path):
+def test_a_code_lets_one_stranger_in_once(tmp_path, database):
     clock = Clock()
-    pairing, _, access = _pairing(tmp_path, clock)
+    pairing, _, access = _pairing(tmp_path, clock, database)
     code = pairing.issue("telegram:42").code
     told = pairing.redeem(_dm(f"  {code.lower()} "))
     assert told is not None
@@ -69,9 +68,9 @@ def test_a_code_lets_one_stranger_in_once(tmp_path):
     assert access.config.allowed_users == [7]
 
 
-def test_start_with_the_code_works_and_an_expired_code_does_not(tmp_path):
+def test_start_with_the_code_works_and_an_expired_code_does_not(tmp_path, database):
     clock = Clock()
-    pairing, _, access = _pairing(tmp_path, clock)
+    pairing, _, access = _pairing(tmp_path, clock, database)
     first, second = pairing.issue("telegram:42").code, pairing.issue("telegram:42").code
     assert [t.text for t in pairing.redeem(_dm(f"/start {first}")) or () if t.chat == "telegram:7"] == [WELCOME]
     clock.now += CODE_VALID_SECONDS + 1
@@ -91,9 +90,9 @@ def test_what_is_not_a_try_is_left_to_the_usual_refusal():
     assert code_attempt(_dm("ABCD2345", kind="synthetic")) is None
 
 
-def test_wrong_guesses_are_limited_per_sender_and_the_window_passes(tmp_path):
+def test_wrong_guesses_are_limited_per_sender_and_the_window_passes(tmp_path, database):
     clock = Clock()
-    pairing, _, access = _pairing(tmp_path, clock)
+    pairing, _, access = _pairing(tmp_path, clock, database)
     code = pairing.issue("telegram:42").code
     for _ in range(MAX_MISSES):
         assert [t.text for t in pairing.redeem(_dm("WRONG234")) or ()] == [WRONG_CODE]

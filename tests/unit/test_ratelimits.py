@@ -7,11 +7,12 @@ from pathlib import Path
 from bicameral.gate.ratelimit import RateLimiter, Verdict
 from bicameral.store.db import Database
 from bicameral.store.ratelimits import RateLimitStore
+from bicameral.store.sql import SqlDatabase
 
 
-def test_over_the_limit_warns_once_then_stays_silent_until_the_next_minute(tmp_path: Path) -> None:
+def test_over_the_limit_warns_once_then_stays_silent_until_the_next_minute(database: SqlDatabase) -> None:
     now = [600.0]
-    limiter = RateLimiter(RateLimitStore(Database(tmp_path / "db.sqlite")), per_minute=2, clock=lambda: now[0])
+    limiter = RateLimiter(RateLimitStore(database), per_minute=2, clock=lambda: now[0])
     assert [limiter.check("alice") for _ in range(4)] == [Verdict.ALLOW, Verdict.ALLOW, Verdict.WARN, Verdict.SILENT]
     assert limiter.check("bob") is Verdict.ALLOW  # per key
     now[0] += 60

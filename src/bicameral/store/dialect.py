@@ -13,6 +13,8 @@ from sqlglot import exp
 def to_postgres(sql: str) -> str:
     """One SQLite statement as PostgreSQL runs it through psycopg (`%s` / `%(name)s` placeholders)."""
     tree = sqlglot.parse_one(sql, read="sqlite")
+    if isinstance(tree, exp.Insert):
+        _qualify_upsert(tree)
     tree = tree.transform(_postgres_shape)
     return tree.sql(dialect="postgres", identify=True)
 
@@ -47,6 +49,21 @@ def _postgres_shape(node: exp.Expression) -> exp.Expression:
         # psycopg reads `%` as a placeholder's start in every statement it is given parameters for.
         return exp.Literal.string(node.this.replace("%", "%%"))
     return node
+
+
+def _qualify_upsert(insert: exp.Insert) -> None:
+    """`DO UPDATE SET n = n + 1`: SQLite reads the bare `n` as the row's, PostgreSQL calls it ambiguous with excluded's."""
+    conflict = insert.args.get("conflict")
+    table = insert.this.this if isinstance(insert.this, exp.Schema) else insert.this
+    if not isinstance(conflict, exp.OnConflict) or not isinstance(table, exp.Table):
+        return
+    name = table.alias_or_name
+    values = [assignment.expression for assignment in conflict.expressions if isinstance(assignment, exp.EQ)]
+    where = conflict.args.get("where")
+    for part in [*values, *([where] if where is not None else [])]:
+        for column in part.find_all(exp.Column):
+            if not column.table:
+                column.set("table", exp.to_identifier(name))
 
 
 def _is_rowid_key(column: exp.ColumnDef) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 
 from bicameral.events import Attachment, AttachmentRef, Authority, Inbound, Press, Quoted, Sender
 from bicameral.redaction import scrub
-from bicameral.store.sql import Connection, SqlDatabase
+from bicameral.store.sql import Connection, Row, SqlDatabase
 from bicameral.types import Clock
 
 PENDING = "pending"  # accepted, not yet answered: a restart replays these
@@ -161,11 +161,12 @@ class MessageStore:
         """The last `limit` messages of a chat (both directions) newer than `since`, oldest first."""
         rows = self._db.query(
             f"""SELECT direction, message_id, channel, sender_id, sender_name, text, created_at, status,
-                      json_extract(payload, '$.sender.is_admin') AS is_admin FROM messages
+                      payload FROM messages
                WHERE chat = ? AND created_at > ? AND kind <> '{NOTICE}' ORDER BY id DESC LIMIT ?""",
             (chat, since, limit),
         )
-        return [dict(row) for row in reversed(rows)]
+        # The admin flag is read here, not with json_extract: PostgreSQL has no JSON functions on a TEXT column.
+        return [{**_without_payload(row), "is_admin": _sender_is_admin(row["payload"])} for row in reversed(rows)]
 
     def search(
         self,
@@ -205,12 +206,29 @@ class MessageStore:
 
     def inbound_of(self, chat: str, message_id: str | None = None) -> Inbound | None:
         """A stored inbound message as it arrived: the one with `message_id`, else the chat's latest."""
+        # The message id's condition only when one is given: PostgreSQL cannot type a bare `? IS NULL`.
+        which, params = ("AND message_id = ?", (chat, message_id)) if message_id is not None else ("", (chat,))
         row = self._db.query_one(
-            """SELECT id, payload FROM messages WHERE chat = ? AND direction = 'in' AND payload IS NOT NULL
-               AND (? IS NULL OR message_id = ?) ORDER BY id DESC LIMIT 1""",
-            (chat, message_id, message_id),
+            f"""SELECT id, payload FROM messages WHERE chat = ? AND direction = 'in' AND payload IS NOT NULL
+               {which} ORDER BY id DESC LIMIT 1""",
+            params,
         )
         return inbound_from_json(row["payload"], row_id=row["id"]) if row else None
+
+
+def _without_payload(row: Row) -> dict[str, Any]:
+    return {key: row[key] for key in row.keys() if key != "payload"}
+
+
+def _sender_is_admin(payload: str | None) -> bool | None:
+    """The sender's `is_admin` of a stored inbound payload; None when there is none (an outbound row)."""
+    if not payload:
+        return None
+    try:
+        sender = json.loads(payload).get("sender")
+    except (ValueError, AttributeError):
+        return None
+    return bool(sender.get("is_admin")) if isinstance(sender, dict) else None
 
 
 def inbound_to_json(inbound: Inbound) -> str:

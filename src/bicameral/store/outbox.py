@@ -112,11 +112,12 @@ class OutboxStore:
     def finish(self, entry_id: int, state: str, error: str | None = None) -> None:
         """Close an entry; the inbound rows it answers count as answered in the same transaction."""
         with self._db.tx() as conn:
-            row = conn.execute("SELECT answers FROM outbox WHERE id = ?", (entry_id,)).fetchone()
-            conn.execute(
-                "UPDATE outbox SET state = ?, attempts = attempts + 1, last_error = ?, finished_at = ? WHERE id = ?",
+            # One statement: on PostgreSQL a `settle` of another worker may write `answers` between a read and a write.
+            row = conn.execute(
+                """UPDATE outbox SET state = ?, attempts = attempts + 1, last_error = ?, finished_at = ? WHERE id = ?
+                   RETURNING answers""",
                 (state, error, self._clock(), entry_id),
-            )
+            ).fetchone()
             if row is not None and row["answers"]:
                 consume(conn, json.loads(row["answers"]), self._clock())
 
@@ -124,11 +125,14 @@ class OutboxStore:
         """A turn ended: its inbound rows are answered once its last message is out; True if that is still to come."""
         ids = [i for i in row_ids if i is not None]
         with self._db.tx() as conn:
-            last = conn.execute(
-                "SELECT id, state FROM outbox WHERE turn_id = ? ORDER BY id DESC LIMIT 1", (turn_id,)
-            ).fetchone()
-            if last is not None and last["state"] == PENDING:
-                conn.execute("UPDATE outbox SET answers = ? WHERE id = ?", (json.dumps(ids), last["id"]))
+            # Checked and written in one statement: a worker finishing that message meanwhile (PostgreSQL's READ
+            # COMMITTED) makes this update wait for it, then find it no longer pending, and the rows are consumed here.
+            held = conn.execute(
+                f"""UPDATE outbox SET answers = ? WHERE {_IS_PENDING} AND id =
+                    (SELECT id FROM outbox WHERE turn_id = ? ORDER BY id DESC LIMIT 1)""",
+                (json.dumps(ids), turn_id),
+            )
+            if held.rowcount == 1:
                 return True
             consume(conn, ids, self._clock())
             return False

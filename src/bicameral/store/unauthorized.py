@@ -78,6 +78,10 @@ class UnauthorizedStore:
     def take_digest(self, now: float, every_seconds: float) -> list[RefusedChat]:
         """The chats refused since the last digest, if one is due (none in the last `every_seconds`); marks them told."""
         with self._db.tx() as conn:
+            # A write that changes nothing, first: on PostgreSQL it locks the rows to report, so a second worker taking
+            # the digest at once waits here, then reads the first one's time below and sends none (SQLite's one
+            # writer does the same by itself).
+            conn.execute("UPDATE refused_chats SET reported = reported WHERE count > reported")
             row = conn.execute("SELECT value FROM kv WHERE key = ?", (_DIGEST_KEY,)).fetchone()
             if row is not None and now - float(row["value"]) < every_seconds:
                 return []

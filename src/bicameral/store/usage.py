@@ -68,7 +68,7 @@ class UsageStore:
         params: tuple[float, ...] = (since,) if until is None else (since, until)
         rows = self._db.query(
             f"""SELECT {selected}, COUNT(*) AS calls,
-                       SUM(outcome NOT IN ('ok', 'cancelled')) AS failed,
+                       SUM(CASE WHEN outcome IN ('ok', 'cancelled') THEN 0 ELSE 1 END) AS failed,
                        SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
                        SUM(cache_read_tokens) AS cache_read_tokens, SUM(cache_write_tokens) AS cache_write_tokens,
                        SUM(cost_usd) AS cost_usd
