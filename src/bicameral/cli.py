@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydantic import ValidationError
 
 from bicameral.app import App, configured_channels, model_config, prepare_data_dir
+from bicameral.app.serving import turn_to_serve
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.errors import BicameralError
@@ -223,18 +224,34 @@ def _serve(
     """Run the app on the channels until a signal, a channel's end or a fatal error; exit with its status."""
 
     async def serve() -> int:
-        back = back_model()
-        app = App(settings, channels(), back_model=back)
+        stopping = asyncio.Event()
+        running: list[App] = []
+
+        def stop() -> None:
+            stopping.set()
+            for app in running:
+                app.request_stop()
+
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, app.request_stop)
-        try:
-            async with app:
-                await app.wait()
-        finally:
-            if back is not None:
-                await back.aclose()  # the app closes only the models it built
-        return app.exit_code
+            loop.add_signal_handler(sig, stop)
+        # With PostgreSQL, several workers may share the database: this one serves only once it holds its lock.
+        url = settings.database_url.get_secret_value() if settings.database_url is not None else None
+        async with turn_to_serve(url, stopping) as serving:
+            if not serving:
+                return 0  # stopped while standing by
+            back = back_model()
+            app = App(settings, channels(), back_model=back)
+            running.append(app)
+            if stopping.is_set():
+                app.request_stop()
+            try:
+                async with app:
+                    await app.wait()
+            finally:
+                if back is not None:
+                    await back.aclose()  # the app closes only the models it built
+            return app.exit_code
 
     try:
         code = asyncio.run(serve())
