@@ -12,6 +12,9 @@ from bicameral.store.memory_scopes import user_scope
 from tests.unit import test_memory_store as on_sqlite
 from tests.unit.test_memory_store import *  # noqa: F403  the same tests, with `stores` below
 
+# Not that module's sqlite_only mark: here the index runs on PostgreSQL too.
+pytestmark: list[pytest.MarkDecorator] = []
+
 ADA = user_scope("telegram:1001")
 BOB = user_scope("telegram:2002")
 
