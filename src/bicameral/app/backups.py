@@ -103,26 +103,26 @@ class Running:
             log.warning("the instance id could not be written (%s)", exc)
         self.nightly = NightlyBackups(settings, clock=clock)
         self.nightly.start()
+        self._heart = asyncio.create_task(self._beat(settings.data_dir, clock), name="heartbeat")
 
     async def close(self) -> None:
-        await self.nightly.stop()
-        self._lock.release()
-
-
-def _version() -> str:
-        self._heart = asyncio.create_task(self._beat(settings.data_dir, clock), name="heartbeat")
-    from importlib.metadata import PackageNotFoundError, version
-
         self._heart.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._heart
-    try:
-        return version("bicameral")
-    except PackageNotFoundError:
+        await self.nightly.stop()
+        self._lock.release()
+
     @staticmethod
     async def _beat(data_dir: Path, clock: Clock) -> None:
         while True:
             beat(data_dir, clock())
             await asyncio.sleep(HEARTBEAT_SECONDS)
 
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bicameral")
+    except PackageNotFoundError:
         return "unknown"
