@@ -223,6 +223,20 @@ def test_a_standby_stops_on_sigterm_with_status_0(telegram, models, workers):
     assert server.proc is not None and server.proc.poll() is None  # the serving one is untouched
 
 
+def test_the_serving_worker_stopped_with_sigterm_hands_over_to_the_standby(telegram, models, workers):
+    models.responder(lambda req: Reply(text="the standby answers"))
+    pairs = workers(2)
+    for worker, _ in pairs:
+        worker.start()
+    server, _ = serving(pairs)
+    standby, standby_relay = next(pair for pair in pairs if pair[0] is not server)
+    standing_by(standby)
+    assert server.stop(timeout=30) == 0  # a clean stop lets the lock go only once the app has stopped
+    eventually_blocking(lambda: standby_relay.polls > 0, "the standby to take over and poll", timeout=60)
+    telegram.user_sends(OWNER, "anyone?")
+    eventually_blocking(lambda: sent_texts(telegram) == ["the standby answers"], "the answer", timeout=60)
+
+
 def test_a_lost_lock_connection_stops_the_server_with_status_1_and_the_standby_serves(
     telegram, models, workers, postgres_url
 ):
