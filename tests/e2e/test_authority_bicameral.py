@@ -117,7 +117,8 @@ async def test_a_member_steers_and_stops_their_own_task(telegram, models, start_
     assert task.authority.people == (f"telegram:{ANN}",)
     says(telegram, ANN, f"{MENTION} cancel my job")
     await eventually(lambda: app.handler.bus.get(task.id).state is TaskState.CANCELLED)
-    assert any(t.startswith("Stopped") for t in _texts(telegram))
+    # The reply is sent after the task is marked cancelled: waited for, not assumed already there.
+    await eventually(lambda: any(t.startswith("Stopped") for t in _texts(telegram)))
     hold.entered.clear()
     says(telegram, ANN, f"{MENTION} start my own job")
     await hold.entered.wait()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
 from tests.support.small_disk import fill, small_disk
+
+# By design: the reserve file guards the disk SQLite writes to; PostgreSQL's disk is its server's (store/postgres.py).
+pytestmark = pytest.mark.sqlite_only("the disk reserve is SQLite's alone: PostgreSQL's data disk is the server's")
 
 
 async def test_with_the_data_disk_full_the_owner_is_answered_and_told(telegram, models, start_bot, tmp_path):

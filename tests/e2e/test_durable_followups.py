@@ -61,7 +61,7 @@ async def test_an_overdue_question_is_not_asked_if_the_user_spoke_after_it_was_s
     settings = make_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     now = time.time()
-    stores = Stores.open(settings.db_path)
+    stores = Stores.open(settings.database_location, data_dir=settings.data_dir)
     try:
         stores.schedules.set_followup(CHAT, QUESTION, due=now - 5, now=now - 30)
         stores.schedules.set_followup("telegram:2002", "And the second?", due=now - 5, now=now - 30)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 
 import pytest
@@ -14,6 +13,7 @@ from tests.conftest import OWNER
 from tests.fakes.model_server import Reply
 from tests.fakes.telegram_server import FakeTelegram
 from tests.support.chat import eventually
+from tests.support.database import app_database
 
 STRANGER = 777
 NOON = 1_800_000_000.0
@@ -149,12 +149,9 @@ async def start_at_noon(make_settings):
 
 def group_rows(app: App, chat_id: int = GROUP) -> list[tuple[str, str, str]]:
     """(sender id, text, status) of the group's inbound rows, oldest first."""
-    conn = sqlite3.connect(app.settings.db_path, timeout=5)
-    try:
+    with app_database(app.settings) as db:
         query = "SELECT sender_id, text, status FROM messages WHERE direction = 'in' AND chat = ? ORDER BY id"
-        return [tuple(r) for r in conn.execute(query, (f"telegram:{chat_id}",))]
-    finally:
-        conn.close()
+        return [tuple(r) for r in db.query(query, (f"telegram:{chat_id}",))]
 
 
 def rate_notices(telegram: FakeTelegram) -> list[str]:
@@ -249,11 +246,8 @@ ANTHROPIC_KEY = "sk-ant-api03-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kL9n"
 
 
 def stored_inbound(app: App) -> str:
-    conn = sqlite3.connect(app.settings.db_path, timeout=5)
-    try:
-        return json.dumps([tuple(r) for r in conn.execute("SELECT text, payload, sender_name FROM messages")])
-    finally:
-        conn.close()
+    with app_database(app.settings) as db:
+        return json.dumps([tuple(r) for r in db.query("SELECT text, payload, sender_name FROM messages")])
 
 
 async def test_a_key_redacted_when_pasted_does_not_come_back_through_a_quote_reply(telegram, models, start_bot):

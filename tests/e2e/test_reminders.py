@@ -27,7 +27,7 @@ def _result_of(req) -> str:
 def _stored(settings, *schedules: dict) -> list[int]:
     """Schedules written into the database before the assistant starts (as a previous run left them)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    stores = Stores.open(settings.db_path)
+    stores = Stores.open(settings.database_location, data_dir=settings.data_dir)
     try:
         ids = []
         for values in schedules:
@@ -75,7 +75,7 @@ async def test_a_restart_does_not_send_a_delivered_reminder_again(telegram, mode
     _stored(make_settings(), {"kind": "text", "body": "once only", "next_due": time.time() - 1})
     app = await start_bot()
     await until_sent(telegram, OWNER, "⏰ Reminder: once only")
-    stores = Stores.open(make_settings().db_path)
+    stores = Stores.open(make_settings().database_location, data_dir=make_settings().data_dir)
     try:
         await eventually(lambda: not stores.schedules.pending_fires(), "the fire's row to say delivered", timeout=15)
         assert stores.schedules.pending_fires() == []

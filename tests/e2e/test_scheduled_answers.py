@@ -24,7 +24,7 @@ FAST = dict(delivery_pause_scale=0, debounce_ms=150, task_retry_delay_seconds=0)
 def _stored_task(settings, chat: int, creator: int, body: str) -> int:
     """A scheduled task already due, as an earlier run left it; a group's was set in its creator's lane."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    stores = Stores.open(settings.db_path)
+    stores = Stores.open(settings.database_location, data_dir=settings.data_dir)
     try:
         now = time.time()
         return stores.schedules.create(
@@ -85,7 +85,7 @@ async def test_a_group_scheduled_task_still_reaches_its_creators_memory(telegram
     """The fire has no reply anchor, but its task still works for the person who set the schedule."""
     settings = make_settings(mode="bicameral", **FAST)
     _stored_task(settings, GROUP, ANN, "summarise the news on X")
-    stores = Stores.open(settings.db_path)
+    stores = Stores.open(settings.database_location, data_dir=settings.data_dir)
     try:
         stores.memory.remember(f"user:telegram:{ANN}", "Ann reads the news on X for the markets", importance=0.9)
         stores.memory.remember(f"user:telegram:{OWNER}", "The owner reads the news on X for the weather", importance=0.9)

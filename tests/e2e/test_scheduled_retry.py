@@ -19,7 +19,7 @@ FAST = dict(mode="bicameral", delivery_pause_scale=0, debounce_ms=150, task_retr
 def _stored_task(settings, body: str, *, cron: str | None = None) -> int:
     """A scheduled task already due, as a previous run left it."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    stores = Stores.open(settings.db_path)
+    stores = Stores.open(settings.database_location, data_dir=settings.data_dir)
     try:
         now = time.time()
         return stores.schedules.create(

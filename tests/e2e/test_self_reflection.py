@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from tests.conftest import OWNER
+from tests.support.database import app_database
 
 NO_SCHEDULES = "No reminders or scheduled tasks in this chat. Ask me to remind you of something."
 
@@ -29,8 +28,8 @@ async def test_seeded_protected_reseeded_and_retired(telegram, models, start_bot
     await app.stop()
 
     # Removed behind its back (here with SQL): the next start brings it back.
-    with sqlite3.connect(make_settings().db_path) as conn:
-        conn.execute("UPDATE schedules SET state = 'done', next_due = NULL")
+    with app_database(make_settings()) as db:
+        db.execute("UPDATE schedules SET state = 'done', next_due = NULL")
     app = await start_bot(self_reflection=True, self_reflection_cron="0 3 * * *")
     assert (await _reminders(telegram)).startswith("#1 ⚙️ task: # Self-reflection (daily)")
     await app.stop()

@@ -5,13 +5,13 @@ are plain text, the self-reflection schedule runs its shipped skill, the owner's
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
 from bicameral.store import Stores
 from tests.conftest import OWNER
 from tests.fakes.model_server import Reply, Request, ToolCall
+from tests.support.database import app_database
 
 BRIEFING_STEP = "## 1. Today's schedule"  # a line of the shipped morning-briefing's instructions
 
@@ -96,8 +96,8 @@ async def test_self_reflection_fires_with_its_skills_instructions(telegram, mode
     models.script(Reply(text="Nothing to learn today."))
     app = await start_bot(self_reflection=True, self_reflection_cron="0 3 * * *")
     await app.stop()
-    with sqlite3.connect(make_settings().db_path) as conn:  # due now: the next start fires it at once
-        conn.execute("UPDATE schedules SET next_due = ? WHERE protected = 'self-reflection'", (time.time() - 1,))
+    with app_database(make_settings()) as db:  # due now: the next start fires it at once
+        db.execute("UPDATE schedules SET next_due = ? WHERE protected = 'self-reflection'", (time.time() - 1,))
     await start_bot(self_reflection=True, self_reflection_cron="0 3 * * *")
     [answer] = await telegram.await_sent(OWNER, 1, timeout=15)
     assert answer["text"] == "Nothing to learn today."
@@ -127,7 +127,7 @@ async def test_skills_disabled_hides_a_skill(telegram, models, start_bot, make_s
 async def test_in_two_chamber_mode_the_back_gets_the_skills_instructions(telegram, models, start_bot, make_settings):
     settings = make_settings(mode="bicameral", delivery_pause_scale=0)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    stores = Stores.open(settings.db_path)
+    stores = Stores.open(settings.database_location, data_dir=settings.data_dir)
     try:
         now = time.time()
         stores.schedules.create(
