@@ -17,19 +17,14 @@ BOB = user_scope("telegram:2002")
 TEAM = chat_scope("telegram:-100200")
 
 
-# The memory index is SQLite's FTS5 (store/memory_index.py); its PostgreSQL form is being written separately.
-pytestmark = pytest.mark.sqlite_only("the memory index (store/memory_index.py) is FTS5, not yet on PostgreSQL")
-
-
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
 @pytest.fixture
-def stores(data: Path, database_location):
-    location = data / "bicameral.db" if isinstance(database_location, Path) else database_location
-    opened = Stores.open(location, data_dir=data)
+def stores(data: Path):
+    opened = Stores.open(data / "bicameral.db")
     yield opened
     opened.close()
 
