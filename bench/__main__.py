@@ -15,6 +15,7 @@ from typing import get_args
 from rich.console import Console
 
 from bench.chambers import run_chambers
+from bench.chaos import run_chaos
 from bench.concurrency import run_concurrency
 from bench.harness import pinned, shipped_mode
 from bench.heavy import run_heavy
@@ -25,6 +26,7 @@ from bench.offline import run_both
 from bench.overhead import cap_check_figures, run_overhead, run_overhead_subprocess
 from bench.recall import run_recall
 from bench.report import Figure, machine, print_report
+from bench.scale import run_scale
 from bench.scheduler import run_scheduler
 from bench.startup import run_startup
 from bench.tools import run_tools
@@ -49,12 +51,13 @@ class Plan:
     stored_schedules: int = 10_000  # scheduler: schedules in the store at start-up
     tool_runs: int = 30  # tools: sandboxed `true` runs, and web_fetch calls on the local page
     tool_chats: int = 20  # tools: chats each running `sleep 1` at once
+    scale_chats: int = 1000  # scale: chats at once against 1, 2 and 4 workers, and in the chaos run's waves
 
 
 FULL = Plan(messages=200, chats=200, startup_runs=5)
 QUICK = Plan(
     messages=50, chats=50, startup_runs=1, trivial_exchanges=6, task_exchanges=3, idle_seconds=10.0,
-    recall_sizes=(300, 10_000), stored_schedules=2_000, tool_runs=10,
+    recall_sizes=(300, 10_000), stored_schedules=2_000, tool_runs=10, scale_chats=100,
 )
 
 Scenario = Callable[[Plan], Awaitable[list[Figure]]]
@@ -122,6 +125,15 @@ async def _voice(plan: Plan) -> list[Figure]:
     return result.figures() if result is not None else []
 
 
+async def _scale(plan: Plan) -> list[Figure]:
+    # Blocking by design (worker processes, a killer thread, PostgreSQL): it runs on a thread of its own.
+    scaled = await asyncio.to_thread(run_scale, plan.scale_chats, MODEL_LATENCY, plan.mode)
+    chaos = await asyncio.to_thread(run_chaos, plan.scale_chats, MODEL_LATENCY, plan.mode)
+    if (alarm := chaos.alarming()) is not None:
+        print(f"\n!!! {alarm}\n", file=sys.stderr)
+    return scaled.figures() + chaos.figures()
+
+
 # Memory runs first: its in-process figures should not include what later scenarios leave behind.
 SCENARIOS: dict[str, Scenario] = {
     "memory": _memory,
@@ -137,7 +149,10 @@ SCENARIOS: dict[str, Scenario] = {
     "tools": _tools,
     "heavy": _heavy,
     "voice": _voice,
+    "scale": _scale,
 }
+# Minutes long and needs PostgreSQL: only with --only.
+OPT_IN = frozenset({"scale"})
 
 
 def _settings_lines(plan: Plan) -> list[str]:
@@ -147,7 +162,7 @@ def _settings_lines(plan: Plan) -> list[str]:
     cap = Settings.model_fields["max_concurrent_turns"].default
     return [
         f"counts: {plan.messages} sequential DMs (overhead), {plan.chats} chats at once (concurrency, memory), "
-        f"{plan.startup_runs} start-up(s)",
+        f"{plan.startup_runs} start-up(s), {plan.scale_chats} chats (scale, only with --only scale)",
         f"mode: {mode}" + (" (the shipped default; --mode to change)" if mode == shipped_mode() else " (--mode)"),
         "settings: debounce_ms=0, telegram_poll_timeout=1, "
         + "".join(f"{k}={v} (typing pauses are pacing, not overhead), " for k, v in others.items())
@@ -179,14 +194,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller counts, for a smoke run")
     parser.add_argument("--only", action="append", choices=list(SCENARIOS), metavar="NAME",
-                        help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
+                        help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}; "
+                             f"{', '.join(sorted(OPT_IN))} only when named here")
     parser.add_argument("--mode", choices=get_args(Settings.model_fields["mode"].annotation),
                         help=f"which chamber set-up to measure (default: {shipped_mode()}, as shipped)")
     parser.add_argument("--json", action="store_true",
                         help="print the figures as one JSON document on stdout (progress goes to stderr)")
     args = parser.parse_args(argv)
     plan = replace(QUICK if args.quick else FULL, mode=args.mode)
-    names = [n for n in SCENARIOS if not args.only or n in args.only]
+    names = [n for n in SCENARIOS if n in args.only] if args.only else [n for n in SCENARIOS if n not in OPT_IN]
     console = Console(stderr=args.json)
     if not console.is_terminal:
         console = Console(width=132, stderr=args.json)  # piped into a file or CI log: no need to wrap at 80
