@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bicameral.events import Authority, Role
-from bicameral.store.sql import Row, SqlDatabase
+from bicameral.store.sql import IntegrityError, Row, SqlDatabase
 
 Kind = Literal["text", "task", "followup"]
 State = Literal["active", "paused", "done"]
@@ -233,16 +233,23 @@ class ScheduleStore:
         """The protected schedule `key`, created or brought back to life with this body, rule and skill."""
         existing = self.by_key(key)
         if existing is None:
-            return self.create(
-                chat=chat, creator=creator, kind="task", body=body, tz=tz, next_due=next_due, now=now, cron=cron,
-                protected=key, skill=skill,
-            )
+            try:
+                return self.create(
+                    chat=chat, creator=creator, kind="task", body=body, tz=tz, next_due=next_due, now=now, cron=cron,
+                    protected=key, skill=skill,
+                )
+            except IntegrityError:  # another worker starting at the same moment seeded it first: keep theirs
+                existing = self.by_key(key)
+                if existing is None:
+                    raise
         with self._db.tx() as conn:
             unchanged = existing.state == "active" and existing.cron == cron and existing.tz == tz and existing.chat == chat
+            # Unchanged, the row's own next_due stays as it is now, not as read above: a worker that fired it since
+            # has moved it on, and writing back the old time would fire it again.
             conn.execute(
-                """UPDATE schedules SET chat = ?, creator = ?, body = ?, tz = ?, cron = ?, state = 'active',
-                   next_due = ?, skill = ? WHERE id = ?""",
-                (chat, creator, body, tz, cron, existing.next_due if unchanged else next_due, skill, existing.id),
+                f"""UPDATE schedules SET chat = ?, creator = ?, body = ?, tz = ?, cron = ?, state = 'active',
+                   {"" if unchanged else "next_due = ?, "}skill = ? WHERE id = ?""",
+                (chat, creator, body, tz, cron, *(() if unchanged else (next_due,)), skill, existing.id),
             )
         self._changed()
         kept = self.get(existing.id)
