@@ -16,8 +16,12 @@ from tests.conftest import OWNER
 from tests.e2e.test_console_health import ask
 from tests.fakes.model_server import Reply
 
-# backup/ copies the SQLite file; its PostgreSQL form is being written separately.
-pytestmark = pytest.mark.sqlite_only("backup/ copies the SQLite file; backup on PostgreSQL is not written yet")
+# These expect a SQLite backup (bicameral.db in the archive) restored over the same app's database; a PostgreSQL
+# backup (pg_dump) is restored only into an empty database, so these need their PostgreSQL form from backup/'s owner.
+pytestmark = pytest.mark.sqlite_only(
+    "these check a SQLite backup (bicameral.db in the archive, restored over the app's database); the PostgreSQL "
+    "backup (pg_dump, restored into an empty database only) needs its own form of them"
+)
 
 
 async def test_a_backup_of_the_running_assistant_restores_its_history_in_a_fresh_data_dir(
