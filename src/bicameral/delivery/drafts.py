@@ -67,6 +67,12 @@ class DraftStream:
             self._shown = ""
             await self._perform(Draft(self._chat, self.key, ""))
 
+    async def __aenter__(self) -> DraftStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
     def _poke(self) -> None:
         if self._off:
             return

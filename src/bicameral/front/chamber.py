@@ -151,11 +151,8 @@ class FrontChamber:
     async def handle(self, turn: Turn) -> None:
         # The front's text is the reply (unless a `reply` action spoke): it shows while it is written where the
         # channel shows drafts.
-        draft = DraftStream(turn.perform, turn.chat, turn.turn_id)
-        try:
+        async with DraftStream(turn.perform, turn.chat, turn.turn_id) as draft:
             await self._answer(turn, draft)
-        finally:
-            await draft.close()
 
     async def _answer(self, turn: Turn, draft: DraftStream) -> None:
         model = Drafting(self._model, draft, final_only=False)

@@ -88,11 +88,8 @@ class SingleChamber:
 
     async def handle(self, turn: Turn) -> None:
         # The last model call's text is the reply: it shows while it is written where the channel shows drafts.
-        draft = DraftStream(turn.perform, turn.chat, turn.turn_id)
-        try:
+        async with DraftStream(turn.perform, turn.chat, turn.turn_id) as draft:
             await self._answer(turn, draft)
-        finally:
-            await draft.close()
 
     async def _answer(self, turn: Turn, draft: DraftStream) -> None:
         runner = replace(self._runner, model=Drafting(self._runner.model, draft, final_only=True))

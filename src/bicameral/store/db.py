@@ -13,7 +13,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from bicameral.store.reserve import DiskReserve
-from bicameral.store.sql import Params, SchemaTooNew
+from bicameral.store.sql import Params, SchemaTooNew, tx_statements
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +79,7 @@ class Database:
         with self._lock:
             self._depth += 1
             nested = self._depth > 1
-            begin, undo, end = (
-                (f"SAVEPOINT s{self._depth}", f"ROLLBACK TO s{self._depth}", f"RELEASE s{self._depth}")
-                if nested
-                else ("BEGIN IMMEDIATE", "ROLLBACK", "COMMIT")
-            )
+            begin, undo, end = tx_statements(self._depth, "BEGIN IMMEDIATE")
             try:
                 if not nested and self.reserve is not None:
                     self.reserve.check()

@@ -23,6 +23,7 @@ from bicameral.store.sql import (
     OperationalError,
     Params,
     SchemaTooNew,
+    tx_statements,
     without_password,
 )
 
@@ -75,11 +76,7 @@ class PostgresDatabase:
         with self._lock:
             self._depth += 1
             nested = self._depth > 1
-            begin, undo, end = (
-                (f"SAVEPOINT s{self._depth}", f"ROLLBACK TO SAVEPOINT s{self._depth}", f"RELEASE SAVEPOINT s{self._depth}")
-                if nested
-                else ("BEGIN", "ROLLBACK", "COMMIT")
-            )
+            begin, undo, end = tx_statements(self._depth, "BEGIN")
             try:
                 self._raw(begin, fresh=not nested)
                 try:

@@ -80,6 +80,14 @@ class SqlDatabase(Protocol):
     def close(self) -> None: ...
 
 
+def tx_statements(depth: int, begin: str) -> tuple[str, str, str]:
+    """How a transaction at `depth` begins, is undone and ends: the real one at 1 (`begin` is the engine's own),
+    a savepoint inside it deeper down."""
+    if depth > 1:
+        return f"SAVEPOINT s{depth}", f"ROLLBACK TO SAVEPOINT s{depth}", f"RELEASE SAVEPOINT s{depth}"
+    return begin, "ROLLBACK", "COMMIT"
+
+
 class SchemaTooNew(sqlite3.DatabaseError):
     """The database was migrated by a newer bicameral than this one: this one must not write to it."""
 
