@@ -37,7 +37,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     engine = callspec.params.get("database_location", TEST_DATABASE) if callspec is not None else TEST_DATABASE
     if engine == "postgresql":
         reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "SQLite only")
-        pytest.skip(f"SQLite only for now: {reason}")
+        pytest.skip(f"SQLite only: {reason}")
 
 
 @pytest.fixture
