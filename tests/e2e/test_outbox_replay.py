@@ -1,9 +1,8 @@
-"""A reply recorded in the outbox but not yet sent when the process is killed: after the restart it must go out once.
+"""A reply recorded in the outbox but not yet sent when the process is killed: after the restart it goes out once.
 
-Found by `python -m bench --only scale` (the chaos run): today the restarted assistant both delivers the recorded
-reply from the outbox and, as the turn never settled, replays its message through a new turn, so the person is
-answered twice. `recover` skips only the inbound rows an outbox entry holds, and an entry holds its turn's rows
-only from the turn's `settle`, after the last message is out.
+Found by `python -m bench --only scale` (the chaos run): the restarted assistant used to both deliver the recorded
+reply from the outbox and, as the turn never settled, replay its message through a new turn, so the person was
+answered twice. A turn's answer now holds the turn's messages from the moment it is recorded.
 """
 
 from __future__ import annotations
@@ -19,10 +18,11 @@ pytestmark = pytest.mark.slow
 __all__ = ["procs"]  # the fixture, shared with test_process
 
 
-@pytest.mark.xfail(strict=True, reason="the outbox delivers the recorded reply and recover answers the message again")
-def test_a_reply_recorded_but_unsent_at_a_kill_goes_out_once_after_the_restart(tmp_path, telegram, models, procs):
+@pytest.mark.parametrize("mode", ["single", "bicameral"])
+def test_a_reply_recorded_but_unsent_at_a_kill_goes_out_once_after_the_restart(tmp_path, telegram, models, procs, mode):
     models.responder(lambda req: Reply(text="answered once"))
-    bot = procs(bot_env(tmp_path, telegram, models), "run", telegram=telegram)
+    env = bot_env(tmp_path, telegram, models, BICAMERAL_MODE=mode, BICAMERAL_FRONT_MODEL="openai:front")
+    bot = procs(env, "run", telegram=telegram)
     bot.start()
     bot.wait_ready()
     telegram.hold("sendMessage", OWNER)  # never released: this request never reaches the chat

@@ -85,3 +85,29 @@ def test_an_entry_written_before_purposes_and_parts_reads_as_a_conversation_mess
     )
     [entry] = store.pending()
     assert entry.action == SendText(chat="telegram:1", text="hi") and entry.parts_sent == ()
+
+
+def test_an_answer_holds_its_messages_from_the_moment_it_is_recorded_and_answers_them_once_out(
+    database: SqlDatabase,
+) -> None:
+    from bicameral.events import Inbound, Sender
+    from bicameral.store.messages import MessageStore
+
+    messages = MessageStore(database)
+    rows = [
+        messages.record_inbound(Inbound(channel="telegram", chat="telegram:1", message_id=str(n), text=f"m{n}",
+                                        sender=Sender(id="1", name="A"), ts=float(n), update_id=n))
+        for n in (1, 2)
+    ]
+    assert None not in rows
+    held = [row for row in rows if row is not None]
+    store = OutboxStore(database)
+    first, last = store.add([SendText(chat="telegram:1", text="part one"), SendText(chat="telegram:1", text="two")],
+                            [0.0, 0.0], "turn-1", answers=held)
+    # Recorded, not yet out: a restart delivers it and must not answer these messages again.
+    assert store.held_rows() == set(held)
+    assert [i.row_id for i in messages.pending_inbound()] == held
+    store.finish(first.id, SENT)
+    assert messages.pending_count() == 2  # the last part holds them
+    store.finish(last.id, SENT)
+    assert store.held_rows() == set() and messages.pending_count() == 0

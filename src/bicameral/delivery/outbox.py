@@ -73,12 +73,12 @@ class Outbox:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    async def perform(self, action: Action, *, turn: str | None = None) -> ActionResult:
+    async def perform(self, action: Action, *, turn: str | None = None, answers: Sequence[int] = ()) -> ActionResult:
         """Carry out a message, edit or deletion through the outbox; cosmetic actions, status texts and secrets go to
         their channel at once, once (a secret is never written to the outbox's table)."""
         if isinstance(action, COSMETIC_ACTIONS) or (isinstance(action, SendText) and action.purpose in ("status", "secret")):
             return await self._router.perform(action)
-        [result] = await self.send([action], turn=turn)
+        [result] = await self.send([action], turn=turn, answers=answers)
         return result
 
     async def send(
@@ -88,11 +88,13 @@ class Outbox:
         turn: str | None = None,
         pauses: Sequence[float] = (),
         on_recorded: Callable[[], None] | None = None,
+        answers: Sequence[int] = (),
     ) -> list[ActionResult]:
         """Record the messages of one chat at once, then send what is due now; later parts follow their pauses.
 
         `pauses[i]` is the wait (shown as typing) between message i-1 and i. Recording every part before
-        sending the first means a crash between parts neither repeats one nor loses the rest.
+        sending the first means a crash between parts neither repeats one nor loses the rest. `answers`: the inbound
+        rows a turn's answer answers, held from the moment it is recorded (a restart delivers it, never answers again).
         """
         if not actions:
             return []
@@ -102,7 +104,7 @@ class Outbox:
         for index in range(len(actions)):
             offset += pauses[index] if index and index < len(pauses) else 0.0
             when.append(now + offset)
-        entries = self._store.add(actions, when, turn)
+        entries = self._store.add(actions, when, turn, answers)
         self._originals.update((entry.id, action) for entry, action in zip(entries, actions, strict=True))
         if on_recorded is not None:
             on_recorded()

@@ -147,6 +147,7 @@ class FrontActions:
             thread_id=self.turn.thread_id,
             turn=self.turn.turn_id,
             audience=self.turn.authority.people,
+            answers=self.turn.rows(),
         )
         self.replied = True
         return "replied"
@@ -229,6 +230,7 @@ class FrontActions:
             thread_id=self.turn.thread_id,
             turn=self.turn.turn_id,
             audience=self.turn.authority.people,
+            answers=self.turn.rows(),
         )
         self.replied = True
 

@@ -184,7 +184,8 @@ class FrontChamber:
             if schedule_id is not None:
                 text = gave_up(schedule_id, text, tries, self._stores.schedules)
             await self.delivery.say(
-                turn.chat, text, reply_to=turn.reply_anchor, turn=turn.turn_id, audience=turn.authority.people
+                turn.chat, text, reply_to=turn.reply_anchor, turn=turn.turn_id, audience=turn.authority.people,
+                answers=turn.rows(),
             )
             return
         replied = False
@@ -208,6 +209,7 @@ class FrontChamber:
                 turn=turn.turn_id,
                 audience=turn.authority.people,
                 draft=draft.key,
+                answers=turn.rows(),
             )
         await self._deliver_waiting(turn.chat)
         if self._extractor is not None:

@@ -61,6 +61,7 @@ class Delivery:
         files: Sequence[SendFile] = (),
         audience: tuple[str, ...] = (),
         draft: str | None = None,
+        answers: Sequence[int] = (),
     ) -> list[str]:
         """Send text as 1-3 natural messages, each after a jittered typing pause, then `files`; returns the ids sent so far.
 
@@ -81,7 +82,9 @@ class Delivery:
         ]
         pauses = [0.0] + [self.pause_before(part, first=False) for part in parts[1:]]
         pauses += [self.pause_before("", first=True) for _ in files]
-        results = await self._outbox.send([*messages, *files], turn=turn, pauses=pauses, on_recorded=on_recorded)
+        results = await self._outbox.send(
+            [*messages, *files], turn=turn, pauses=pauses, on_recorded=on_recorded, answers=answers
+        )
         return [message_id for result in results for message_id in result.message_ids]
 
     def pause_before(self, part: str, *, first: bool) -> float:

@@ -145,8 +145,8 @@ class SingleChamber:
                 reply = (reply + "\n\n" if reply else "") + stopped_turn(result.stop_reason)
             self._save(turn.chat, result.messages)
         if reply:
-            await turn.perform(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id,
-                                        draft=draft.key if result.error is None else None))
+            await turn.send_answer(SendText(chat=turn.chat, text=reply, reply_to=turn.reply_anchor, thread_id=turn.thread_id,
+                                            draft=draft.key if result.error is None else None))
         elif not ctx.sent_message_ids:
             log.warning("turn %s in %s ended with no text and sent nothing", turn.turn_id, turn.chat)
         if self._extractor is not None and result.error is None:

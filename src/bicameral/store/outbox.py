@@ -61,15 +61,20 @@ class OutboxStore:
         """One transaction for this store's writes and other stores' (never held across an await)."""
         return self._db.tx()
 
-    def add(self, actions: Sequence[Queued], not_before: Sequence[float], turn_id: str | None = None) -> list[OutboxEntry]:
-        """Record messages in one transaction, so either all of a reply's parts are kept or none."""
+    def add(
+        self, actions: Sequence[Queued], not_before: Sequence[float], turn_id: str | None = None, answers: Sequence[int] = ()
+    ) -> list[OutboxEntry]:
+        """Record messages in one transaction, so either all of a reply's parts are kept or none. `answers`: the
+        inbound rows this reply answers, held by its last part from now on (answered once it is out; never replayed)."""
         now = self._clock()
         entries = []
         with self._db.tx() as conn:
-            for action, when in zip(actions, not_before, strict=True):
+            for index, (action, when) in enumerate(zip(actions, not_before, strict=True)):
+                held = json.dumps(list(answers)) if answers and index == len(actions) - 1 else None
                 cursor = conn.execute(
-                    "INSERT INTO outbox (chat, turn_id, action, not_before, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                    (action.chat, turn_id, action_to_json(_redacted(action, self._redact)), when, now),
+                    """INSERT INTO outbox (chat, turn_id, action, not_before, created_at, answers) VALUES (?, ?, ?, ?, ?, ?)
+                       RETURNING id""",
+                    (action.chat, turn_id, action_to_json(_redacted(action, self._redact)), when, now, held),
                 )
                 entries.append(OutboxEntry(int(cursor.fetchone()[0]), action.chat, action, turn_id, 0, when, now))
         return entries

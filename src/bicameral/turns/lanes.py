@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -214,7 +214,8 @@ class Conversation:
     async def _run_turn(self, lane: _Lane, batch: list[Inbound]) -> None:
         # Set in this turn's own asyncio task: its model calls, and those of what it starts, count for this chat and
         # for the people whose words it carries.
-        spender = enter(lane.chat, lane.turn_authority.people)
+        audience = lane.turn_authority.people
+        spender = enter(lane.chat, audience)
         handed: list[Inbound] = []
         turn_id = uuid.uuid4().hex[:12]
 
@@ -223,18 +224,18 @@ class Conversation:
             handed.extend(items)
             return items
 
-        audience = lane.turn_authority.people
-
-        async def perform(action: Action) -> ActionResult:
+        async def perform(action: Action, answers: Sequence[int] = ()) -> ActionResult:
             if isinstance(action, SendText | SendFile) and not action.audience:
                 action = replace(action, audience=audience)  # what it answers is theirs to have edited or deleted
-            return await self._outbox.perform(action, turn=turn_id)
+            return await self._outbox.perform(action, turn=turn_id, answers=answers)
 
         turn = Turn(
             chat=lane.chat,
             turn_id=turn_id,
             batch=batch,
             perform=perform,
+            rows=lambda: [i.row_id for i in batch + handed if i.row_id is not None],
+            answer=lambda action: perform(action, turn.rows()),
             drain_injected=drain,
             authority=lane.turn_authority,
             personal=batch[-1].is_private or self._lanes_per_user_in_groups,
@@ -256,7 +257,7 @@ class Conversation:
                 raise
         except Exception as exc:
             log.error("turn %s in %s failed: %s", turn.turn_id, lane.chat, failure_detail(exc))
-            await perform(SendText(chat=lane.chat, text=failure_sentence("internal"), reply_to=turn.reply_anchor))
+            await turn.send_answer(SendText(chat=lane.chat, text=failure_sentence("internal"), reply_to=turn.reply_anchor))
             finished = True
         finally:
             if typing is not None:

@@ -29,6 +29,14 @@ class Turn:
     authority: Authority = field(default_factory=lambda: Authority(Role.MEMBER))
     # The lane belongs to one person (a DM, or their own lane of a group), so their private memory may be used.
     personal: bool = False
+    # The stored rows of the messages this turn answers so far (its batch, and what was handed in since).
+    rows: Callable[[], list[int]] = list
+    # Performs the turn's answer: recorded, it holds `rows`, so a restart before it is out delivers it rather than
+    # answering them again. Unset: `perform`.
+    answer: Callable[[Action], Awaitable[ActionResult]] | None = None
+
+    async def send_answer(self, action: Action) -> ActionResult:
+        return await (self.answer or self.perform)(action)
 
     @property
     def is_owner(self) -> bool:
