@@ -24,6 +24,10 @@ T = TypeVar("T")
 STANDBY_RETRY_SECONDS = 1.0
 CHECK_SECONDS = 1.0
 CHECK_TIMEOUT_SECONDS = 5.0  # a check unanswered this long (a network gone silent) counts as the lock lost
+# A worker that took the lock over waits this long before serving: a server whose session the database ended (while
+# its process lives on) sees its next check fail and stops first, so the two never poll Telegram together (its 409
+# would stop one of them).
+HANDOVER_SECONDS = CHECK_SECONDS + 0.5
 STANDING_BY = "standing by: another worker serves this database"
 LOST = "lost the database lock: another worker may serve now"
 
@@ -69,7 +73,10 @@ async def _wait_for_the_lock(lock: ServingLock, stopping: asyncio.Event, lock_ca
         try:
             if await lock_call(lock.try_take):
                 log.info("serving: this worker holds the database lock")
-                return True
+                if said:  # taken over from another worker, which may not know it yet
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stopping.wait(), HANDOVER_SECONDS)
+                return not stopping.is_set()
         except Exception as exc:  # the database went away while we stood by: try again, said once
             if not warned:
                 log.warning("standing by: the database lock could not be asked for (%s)", type(exc).__name__)
