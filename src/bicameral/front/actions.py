@@ -147,7 +147,6 @@ class FrontActions:
             thread_id=self.turn.thread_id,
             turn=self.turn.turn_id,
             audience=self.turn.authority.people,
-            answers=self.turn.rows(),
         )
         self.replied = True
         return "replied"
@@ -230,7 +229,6 @@ class FrontActions:
             thread_id=self.turn.thread_id,
             turn=self.turn.turn_id,
             audience=self.turn.authority.people,
-            answers=self.turn.rows(),
         )
         self.replied = True
 

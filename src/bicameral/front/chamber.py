@@ -200,6 +200,8 @@ class FrontChamber:
             replied = actions.replied
         text = completion.text.strip()
         await draft.settle()  # nothing more of the draft: the reply takes its place
+        # Only these words, said after every action ran, hold the turn's messages when recorded: a `reply` action
+        # said before a task it starts is stored would otherwise leave a restart with the words and no task.
         if text and not replied:
             await self.delivery.say(
                 turn.chat,
