@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import os
 
+# Imported now, on the main thread alone: hypothesis's pytest plugin would otherwise import it while writing the
+# summary of a run that used none of it, and pytest's rewriting of it then races the threads a test left running
+# on CPython 3.11's AST constructor, whose depth counter is shared ("SystemError: AST constructor recursion depth
+# mismatch", python/cpython#106905), ending the run after its tests passed.
+import hypothesis  # noqa: F401
 import pytest
 
 from bicameral.app import App, telegram_config
