@@ -288,6 +288,7 @@ class App:
         delivery = FireDelivery(
             self.outbox.perform, self.stores.messages, self.conversation.submit,
             followup_stale_after_seconds=settings.away_after_seconds, skills=self.stores.skills,
+            delivered=lambda fire: self.stores.schedules.delivered(fire.id, self._clock()),
         )
         return Scheduler(self.stores.schedules, delivery, clock=self._clock)
 

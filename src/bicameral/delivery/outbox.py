@@ -73,12 +73,15 @@ class Outbox:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    async def perform(self, action: Action, *, turn: str | None = None, answers: Sequence[int] = ()) -> ActionResult:
+    async def perform(
+        self, action: Action, *, turn: str | None = None, answers: Sequence[int] = (),
+        on_recorded: Callable[[], None] | None = None,
+    ) -> ActionResult:
         """Carry out a message, edit or deletion through the outbox; cosmetic actions, status texts and secrets go to
         their channel at once, once (a secret is never written to the outbox's table)."""
         if isinstance(action, COSMETIC_ACTIONS) or (isinstance(action, SendText) and action.purpose in ("status", "secret")):
             return await self._router.perform(action)
-        [result] = await self.send([action], turn=turn, answers=answers)
+        [result] = await self.send([action], turn=turn, answers=answers, on_recorded=on_recorded)
         return result
 
     async def send(

@@ -16,13 +16,13 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import Protocol
 
-from bicameral.events import Inbound, Sender, SendText, split_chat_key
+from bicameral.events import ActionResult, Inbound, Sender, SendText, split_chat_key
 from bicameral.store.messages import MessageStore
 from bicameral.store.schedule_times import lateness
 from bicameral.store.schedules import Fire
 from bicameral.store.skills import SkillError, Skills
-from bicameral.types import Perform
 
 log = logging.getLogger(__name__)
 
@@ -36,18 +36,28 @@ def fired_schedule(inbound: Inbound) -> int | None:
     return int(found.group(1)) if found else None
 
 
+class Recording(Protocol):
+    """The outbox's perform: `on_recorded` runs once the message is written down, before it is sent."""
+
+    def __call__(
+        self, action: SendText, *, on_recorded: Callable[[], None] | None = None
+    ) -> Awaitable[ActionResult]: ...
+
+
 class FireDelivery:
     def __init__(
         self,
-        perform: Perform,
+        perform: Recording,
         messages: MessageStore,
         submit: Callable[[Inbound], Awaitable[None]],
         *,
+        delivered: Callable[[Fire], None] = lambda fire: None,
         late_after_seconds: float = 60.0,
         followup_stale_after_seconds: float = 1800.0,
         skills: Skills | None = None,
     ) -> None:
         self._perform = perform
+        self._delivered = delivered
         self._messages = messages
         self._submit = submit
         self._late_after = late_after_seconds
@@ -62,7 +72,11 @@ class FireDelivery:
             late = f" (late by {lateness(fire.late_by)}: I was offline when it was due)"
         if fire.kind == "text":
             text = REMINDER_PREFIX + fire.body + late
-            result = await self._perform(SendText(chat=fire.chat, text=text, audience=fire.written_by.people))
+            # Delivered once the outbox holds it, which sends it across restarts: a restart between the two would
+            # otherwise both deliver the recorded message and fire the reminder again.
+            result = await self._perform(
+                SendText(chat=fire.chat, text=text, audience=fire.written_by.people), on_recorded=lambda: self._delivered(fire)
+            )
             # A queued message counts as delivered (ok): the outbox has it recorded and retries it across restarts.
             if not result.ok:
                 log.warning("reminder %d to %s not sent: %s", fire.schedule_id, fire.chat, result.error)
