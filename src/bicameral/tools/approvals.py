@@ -18,6 +18,10 @@ Where there are no buttons (the terminal, the dashboard, Matrix: `Capabilities.b
 2/deny in the asked chat; on Matrix the request to `matrix:<owner>` lands in the owner's DM room, which counts as that
 chat (`channels.base.own_chats`).
 
+Where several workers share one database and another process receives the owner's press, that process records the
+decision (nothing waits there) and closes the asking message; the waiting call looks at the store every
+`poll_seconds` beside its future and takes the decision it finds there.
+
 A waiting call that dies with the process leaves its approval open: the turn that runs again after a restart and
 asks for the same call waits on it (its buttons still on screen) instead of asking twice.
 """
@@ -111,8 +115,12 @@ class Approvals:
         redact: Callable[[str], str],
         clock: Clock = time.time,
         channels: Sequence[Channel] = (),
+        poll_seconds: float = 1.0,
     ) -> None:
+        if poll_seconds <= 0:
+            raise ValueError(f"poll_seconds must be positive, not {poll_seconds}")
         self._store = store
+        self._poll = poll_seconds  # how often a waiting call looks for a decision another process recorded
         # Channels without buttons, where the owner types 1/approve or 2/deny; their own chats as the channels know them.
         self._typed_on = TRUSTED_CHANNELS | {c.name for c in channels if not c.capabilities.buttons}
         self._own = own_chats(owner_id, channels)
@@ -152,17 +160,31 @@ class Approvals:
                 if not await self._send(token, owner_chat, text):
                     return ToolResult.error(f"{DENIED}: the request for approval could not be sent")
             # else: the same call, asked before a restart, is still on screen: its buttons decide this call.
-            done, _ = await asyncio.wait({decided}, timeout=max(0.0, deadline - self._clock()))
-            if not done:
+            approved = await self._decision(token, decided, deadline)
+            if approved is None:
                 if self._store.close(token, "expired", self._clock()):
                     await self._closed(token, "(no answer in time: denied)")
                     return _outcome(False)
                 approval = self._store.get(token)  # decided in the very moment the time ran out
+                self._store.taken(token)  # (in another process, perhaps: a rerun must not take it again)
                 return _outcome(approval is not None and approval.state == "approved")
-            return _outcome(decided.result())
+            return _outcome(approved)
         finally:
             # A cancelled call (a /stop, a shutdown) leaves the approval open for the run that asks again.
             self._waiting.pop(token, None)
+
+    async def _decision(self, token: str, decided: asyncio.Future[bool], deadline: float) -> bool | None:
+        """The owner's decision: from this process's `take` at once, or recorded by another process's (which also
+        closed the asking message; seen within `poll_seconds`), taken by this call; None when the deadline comes first."""
+        while (left := deadline - self._clock()) > 0:
+            done, _ = await asyncio.wait({decided}, timeout=min(self._poll, left))
+            if done:
+                return decided.result()
+            approval = self._store.get(token)
+            if approval is not None and approval.state in ("approved", "denied"):
+                self._store.taken(token)  # a run asking for the same call again must not take it too
+                return approval.state == "approved"
+        return None
 
     def _earlier(self, chat: str, call: str, now: float) -> Approval | None:
         for earlier in self._store.asked_before(chat, call, self._started, now):

@@ -12,7 +12,10 @@ which sits between the gate and the console:
 - anything else (forged or unknown data, another chat's message, someone else's press, a second press, a press after
   the deadline): the presser is told why in the press's answer, and nothing resumes.
 
-No answer before the deadline resumes the tool call with "no answer".
+Several workers may share one database while only one receives the chat's updates: the answer then arrives at
+another process, which records it (nothing waits there). The waiting call looks at the store every `poll_seconds`
+beside its future and takes the answer it finds there. No answer before the deadline resumes the tool call with
+"no answer".
 """
 
 from __future__ import annotations
@@ -76,11 +79,15 @@ class Questions:
         *,
         timeout: float,
         clock: Clock = time.time,
+        poll_seconds: float = 1.0,
     ) -> None:
+        if poll_seconds <= 0:
+            raise ValueError(f"poll_seconds must be positive, not {poll_seconds}")
         self._store = store
         self._messages = messages
         self._perform = perform  # answers to presses, and the question's message closed
         self._timeout = timeout
+        self._poll = poll_seconds  # how often a waiting call looks for an answer another process recorded
         self._clock = clock
         self._waiting: dict[str, asyncio.Future[Answer]] = {}
         self._started = clock()  # questions asked before this are an earlier process's
@@ -106,15 +113,40 @@ class Questions:
                 if refused is not None:
                     return refused
             # else: the same question, asked before a restart, is still on screen: its buttons answer this call.
-            done, _ = await asyncio.wait({answer}, timeout=max(0.0, deadline - self._clock()))
-            if not done and self._store.close(token, "expired", self._clock()):
+            got = await self._wait(token, answer, choices, deadline)
+            if got is None and not self._store.close(token, "expired", self._clock()):
+                # Answered in the very moment the time ran out (here or in another process): closing found it closed.
+                got = answer.result() if answer.done() else self._answered(token, choices)
+            if got is None:
                 await self._closed(token, f"{question}\n\n({NO_ANSWER})")
                 return ToolResult(NO_ANSWER)
-            # Answered (possibly in the very moment the time ran out: closing it then found it answered).
-            return _result(answer.result())
+            return _result(got)
         finally:
             # A cancelled call (a /stop, a shutdown) leaves the question open: an answer then arrives as a message.
             self._waiting.pop(token, None)
+
+    async def _wait(
+        self, token: str, answer: asyncio.Future[Answer], choices: tuple[str, ...], deadline: float
+    ) -> Answer | None:
+        """The answer: from this process's `take` at once, or recorded by another process's (seen within
+        `poll_seconds`); None when the deadline comes first."""
+        while (left := deadline - self._clock()) > 0:
+            done, _ = await asyncio.wait({answer}, timeout=min(self._poll, left))
+            if done:
+                return answer.result()
+            elsewhere = self._answered(token, choices)
+            if elsewhere is not None:
+                return elsewhere
+        return None
+
+    def _answered(self, token: str, choices: tuple[str, ...]) -> Answer | None:
+        """The answer the store holds (another process took it, and closed the question's message), taken by this
+        call so that no run asking the same again gets it too; None while it has none."""
+        question = self._store.get(token)
+        if question is None or question.state != "answered" or question.answer is None:
+            return None
+        self._store.taken(token)
+        return Answer(question.answer, chosen=question.answer in choices)
 
     async def _send(self, ctx: ToolContext, token: str, question: str, choices: tuple[str, ...]) -> ToolResult | None:
         """Send the question with its buttons; an error result when the chat refused it."""
