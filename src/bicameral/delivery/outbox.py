@@ -13,11 +13,15 @@ from dataclasses import replace
 from bicameral.backoff import backoff_delay
 from bicameral.delivery.router import ActionRouter
 from bicameral.events import COSMETIC_ACTIONS, Action, ActionResult, SendFile, SendText, Typing
-from bicameral.store.outbox import GIVEN_UP, SENT, OutboxEntry, OutboxStore, Queued
+from bicameral.store.outbox import GIVEN_UP, SENT, Claim, Fence, OutboxEntry, OutboxStore, Queued
 
 log = logging.getLogger(__name__)
 
 _QUEUED = ActionResult(ok=True, queued=True)
+_HELD = ActionResult(ok=True, queued=True)  # not attempted: another worker holds the entry (told apart by identity)
+_FENCED = "this chat is served by another worker now"
+# A head another worker holds is looked at again when its claim lapses, and never sooner than this (no spinning).
+_HELD_RECHECK = 0.01
 
 
 class Outbox:
@@ -32,6 +36,12 @@ class Outbox:
 
     Typing indicators and reactions are cosmetic: sent once, never retried. So is a "status" text (the
     progress note), which is stale a moment later.
+
+    Several processes may run an Outbox over one table, each with its own `worker` id: an entry is claimed in one
+    statement before each attempt and stays its claimer's for `claim_seconds` past its due time, so one worker at a
+    time attempts it and a dead recorder's entries go out from another worker once their claim lapses. `fence`
+    (checked inside the transaction that records a result or settles a turn) drops the late results of a worker that
+    lost the chat. Without a worker id (one process) there are no claims and no extra statements.
     """
 
     def __init__(
@@ -44,8 +54,13 @@ class Outbox:
         give_up_after: float = 86400.0,
         clock: Callable[[], float] = time.time,
         release: Callable[[str], object] | None = None,
+        worker: str | None = None,
+        claim_seconds: float = 60.0,
+        fence: Fence | None = None,
     ) -> None:
         self._store = store
+        self._claim = Claim(worker, claim_seconds) if worker is not None else None
+        self._fence = fence
         self._release = release  # deletes a sent file's snapshot
         self._router = router
         self._retry_base = retry_base
@@ -63,6 +78,10 @@ class Outbox:
     async def start(self) -> None:
         """Begin delivering, starting with whatever a previous process left unsent."""
         self._loop = asyncio.create_task(self._run(), name="outbox")
+
+    def wake(self) -> None:
+        """Look at the table again now (another worker recorded entries this one may deliver)."""
+        self._wake.set()
 
     async def stop(self) -> None:
         """Stop delivering; unsent messages stay recorded for the next start."""
@@ -107,7 +126,10 @@ class Outbox:
         for index in range(len(actions)):
             offset += pauses[index] if index and index < len(pauses) else 0.0
             when.append(now + offset)
-        entries = self._store.add(actions, when, turn, answers)
+        entries = self._store.add(actions, when, turn, answers, claim=self._claim, fence=self._fence)
+        if not entries:
+            log.info("late result dropped: %d message(s) to %s, %s", len(actions), chat, _FENCED)
+            return [ActionResult.failed(_FENCED) for _ in actions]
         self._originals.update((entry.id, action) for entry, action in zip(entries, actions, strict=True))
         if on_recorded is not None:
             on_recorded()
@@ -140,9 +162,9 @@ class Outbox:
             self._wake.set()
             await self._settled.wait()
 
-    def settle(self, turn: str, row_ids: Sequence[int | None]) -> None:
-        """A turn ended: its inbound messages count as answered once its last message is out."""
-        if self._store.settle(turn, row_ids):
+    def settle(self, turn: str, row_ids: Sequence[int | None], *, chat: str | None = None) -> None:
+        """A turn ended: its inbound messages count as answered once its last message is out (unless fenced off)."""
+        if self._store.settle(turn, row_ids, chat=chat, fence=self._fence):
             log.info("turn %s is answered once its last message is delivered", turn)
 
     def held_rows(self) -> set[int]:
@@ -155,6 +177,8 @@ class Outbox:
         return self._locks.setdefault(chat, asyncio.Lock())
 
     async def _attempt(self, entry: OutboxEntry) -> ActionResult:
+        if self._claim is not None and not self._store.claim(entry.id, self._claim, self._clock()):
+            return _HELD  # another worker attempts it now; the loop comes back when that claim lapses
         action = self._originals.get(entry.id, entry.action)
         if entry.parts_sent and isinstance(action, SendText):
             action = replace(action, sent_parts=entry.parts_sent)  # only the parts that did not arrive
@@ -185,7 +209,7 @@ class Outbox:
         log.info("message %d to %s not accepted (%s); retrying in %.1fs", entry.id, entry.chat, error, delay)
         # The parts that arrived stay arrived: a failure that sent nothing new keeps what an earlier one sent.
         arrived = max(entry.parts_sent, result.message_ids, key=len) if isinstance(action, SendText) else ()
-        self._store.retry_later(entry.id, self._clock() + delay, error, arrived)
+        self._store.retry_later(entry.id, self._clock() + delay, error, arrived, self._claim)
         return _QUEUED
 
     def _done_with(self, entry: OutboxEntry) -> None:
@@ -220,18 +244,30 @@ class Outbox:
             chat = head.chat
             if self._lock(chat).locked() or (chat in self._drains and not self._drains[chat].done()):
                 continue  # whoever holds the chat wakes the loop when done
-            if head.not_before <= now:
+            if not self._mine(head, now):  # another live worker holds it: due when its claim lapses
+                until = max((head.claimed_until or now) - now, _HELD_RECHECK)
+            elif head.not_before <= now:
                 self._drains[chat] = asyncio.create_task(self._drain(chat), name=f"outbox:{chat}")
+                continue
             else:
                 until = head.not_before - now
-                wait = until if wait is None else min(wait, until)
+            wait = until if wait is None else min(wait, until)
         return wait
+
+    def _due(self, head: OutboxEntry, now: float) -> bool:
+        return head.not_before <= now and self._mine(head, now)
+
+    def _mine(self, head: OutboxEntry, now: float) -> bool:
+        """May this worker attempt the entry now (always, for a single process)?"""
+        return self._claim is None or self._claim.holds(head, now)
 
     async def _drain(self, chat: str) -> None:
         try:
             async with self._lock(chat):
-                while (head := self._store.head(chat)) is not None and head.not_before <= self._clock():
+                while (head := self._store.head(chat)) is not None and self._due(head, self._clock()):
                     result = await self._attempt(head)
+                    if result is _HELD:
+                        break  # taken by another worker since it was read: the loop waits for that claim
                     following = self._store.head(chat)
                     if result.ok and following is not None and following.attempts == 0 and _is_message(following.action):
                         # The next part is waiting out its pause: show the user more is coming.

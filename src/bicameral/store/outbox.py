@@ -25,6 +25,27 @@ Queued = SendText | SendFile | EditText | DeleteMessage
 _IS_PENDING = f"state = '{PENDING}'"
 # A chat's oldest unsent message: the one nothing of the chat may overtake.
 _FIRST_UNSENT = f"FROM outbox WHERE chat = ? AND {_IS_PENDING} ORDER BY id LIMIT 1"
+# Takes an entry for one worker in one statement: its own, unclaimed, or one whose claim lapsed (its holder died).
+_CLAIM = (
+    f"UPDATE outbox SET worker = ?, claimed_until = ? WHERE id = ? AND {_IS_PENDING} "
+    "AND (worker = ? OR worker IS NULL OR claimed_until < ?)"
+)
+
+# Inside the transaction that would write a chat's result: may this process still write for that chat? False when
+# another worker serves the chat now (this one lost its lease); the result is then dropped.
+Fence = Callable[[Connection, str], bool]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Several workers share the table: this one's id, and how long an entry it takes stays its own."""
+
+    worker: str
+    seconds: float
+
+    def holds(self, entry: OutboxEntry, now: float) -> bool:
+        """Would `claim` take the entry now (the statement's condition, read from the entry)?"""
+        return entry.worker in (None, self.worker) or (entry.claimed_until is not None and entry.claimed_until < now)
 
 
 @dataclass(frozen=True)
@@ -38,6 +59,9 @@ class OutboxEntry:
     created_at: float
     # A text sent in parts: the ids of the parts an earlier attempt delivered (see SendText.sent_parts).
     parts_sent: tuple[str, ...] = ()
+    # Several workers: who may attempt it, until when (None: nobody claimed it).
+    worker: str | None = None
+    claimed_until: float | None = None
 
 
 @dataclass(frozen=True)
@@ -62,22 +86,50 @@ class OutboxStore:
         return self._db.tx()
 
     def add(
-        self, actions: Sequence[Queued], not_before: Sequence[float], turn_id: str | None = None, answers: Sequence[int] = ()
+        self,
+        actions: Sequence[Queued],
+        not_before: Sequence[float],
+        turn_id: str | None = None,
+        answers: Sequence[int] = (),
+        *,
+        claim: Claim | None = None,
+        fence: Fence | None = None,
     ) -> list[OutboxEntry]:
         """Record messages in one transaction, so either all of a reply's parts are kept or none. `answers`: the
-        inbound rows this reply answers, held by its last part from now on (answered once it is out; never replayed)."""
+        inbound rows this reply answers, held by its last part from now on (answered once it is out; never replayed).
+        `claim`: the entries are the recording worker's until their time plus the claim's length. Nothing is recorded
+        (no entries) when `fence` refuses one of the chats."""
         now = self._clock()
         entries = []
         with self._db.tx() as conn:
+            if fence is not None and not all(fence(conn, chat) for chat in dict.fromkeys(a.chat for a in actions)):
+                return []
             for index, (action, when) in enumerate(zip(actions, not_before, strict=True)):
                 held = json.dumps(list(answers)) if answers and index == len(actions) - 1 else None
-                cursor = conn.execute(
-                    """INSERT INTO outbox (chat, turn_id, action, not_before, created_at, answers) VALUES (?, ?, ?, ?, ?, ?)
-                       RETURNING id""",
-                    (action.chat, turn_id, action_to_json(_redacted(action, self._redact)), when, now, held),
-                )
-                entries.append(OutboxEntry(int(cursor.fetchone()[0]), action.chat, action, turn_id, 0, when, now))
+                row = (action.chat, turn_id, action_to_json(_redacted(action, self._redact)), when, now, held)
+                if claim is None:  # one process: the statement as it always was
+                    cursor = conn.execute(
+                        """INSERT INTO outbox (chat, turn_id, action, not_before, created_at, answers)
+                           VALUES (?, ?, ?, ?, ?, ?) RETURNING id""",
+                        row,
+                    )
+                    entry = OutboxEntry(int(cursor.fetchone()[0]), action.chat, action, turn_id, 0, when, now)
+                else:
+                    until = when + claim.seconds
+                    cursor = conn.execute(
+                        """INSERT INTO outbox (chat, turn_id, action, not_before, created_at, answers, worker, claimed_until)
+                           VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
+                        (*row, claim.worker, until),
+                    )
+                    entry_id = int(cursor.fetchone()[0])
+                    entry = OutboxEntry(entry_id, action.chat, action, turn_id, 0, when, now, (), claim.worker, until)
+                entries.append(entry)
         return entries
+
+    def claim(self, entry_id: int, claim: Claim, now: float) -> bool:
+        """Take a pending entry for `claim`'s worker until now plus the claim's length; False: another worker has it."""
+        cursor = self._db.execute(_CLAIM, (claim.worker, now + claim.seconds, entry_id, claim.worker, now))
+        return cursor.rowcount == 1
 
     def pending(self) -> list[OutboxEntry]:
         """Every message still to send, oldest first."""
@@ -107,11 +159,22 @@ class OutboxStore:
         row = self._db.query_one(f"SELECT id, attempts, not_before {_FIRST_UNSENT}", (chat,))
         return QueuePlace(row["id"], row["attempts"], row["not_before"]) if row else None
 
-    def retry_later(self, entry_id: int, not_before: float, error: str, parts_sent: Sequence[str] = ()) -> None:
-        """Try again no sooner than `not_before`; `parts_sent`: the parts of a text that are out already."""
+    def retry_later(
+        self, entry_id: int, not_before: float, error: str, parts_sent: Sequence[str] = (), claim: Claim | None = None
+    ) -> None:
+        """Try again no sooner than `not_before`; `parts_sent`: the parts of a text that are out already. A `claim`
+        is extended to cover the wait, so no other worker takes the entry meanwhile."""
+        sent = json.dumps(list(parts_sent)) if parts_sent else None
+        if claim is None:
+            self._db.execute(
+                "UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ?, parts_sent = ? WHERE id = ?",
+                (not_before, error, sent, entry_id),
+            )
+            return
         self._db.execute(
-            "UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ?, parts_sent = ? WHERE id = ?",
-            (not_before, error, json.dumps(list(parts_sent)) if parts_sent else None, entry_id),
+            """UPDATE outbox SET attempts = attempts + 1, not_before = ?, last_error = ?, parts_sent = ?, worker = ?,
+               claimed_until = ? WHERE id = ?""",
+            (not_before, error, sent, claim.worker, not_before + claim.seconds, entry_id),
         )
 
     def finish(self, entry_id: int, state: str, error: str | None = None) -> None:
@@ -126,10 +189,15 @@ class OutboxStore:
             if row is not None and row["answers"]:
                 consume(conn, json.loads(row["answers"]), self._clock())
 
-    def settle(self, turn_id: str, row_ids: Iterable[int | None]) -> bool:
-        """A turn ended: its inbound rows are answered once its last message is out; True if that is still to come."""
+    def settle(
+        self, turn_id: str, row_ids: Iterable[int | None], *, chat: str | None = None, fence: Fence | None = None
+    ) -> bool:
+        """A turn ended: its inbound rows are answered once its last message is out; True if that is still to come.
+        Nothing is written (False) when `fence` refuses the turn's chat (given, or read from its rows)."""
         ids = [i for i in row_ids if i is not None]
         with self._db.tx() as conn:
+            if fence is not None and (chat := chat or _chat_of(conn, turn_id, ids)) is not None and not fence(conn, chat):
+                return False
             # Checked and written in one statement: a worker finishing that message meanwhile (PostgreSQL's READ
             # COMMITTED) makes this update wait for it, then find it no longer pending, and the rows are consumed here.
             held = conn.execute(
@@ -164,7 +232,16 @@ class OutboxStore:
         return row["state"] if row else None
 
 
-_COLUMNS = "id, chat, action, turn_id, attempts, not_before, created_at, parts_sent"
+_COLUMNS = "id, chat, action, turn_id, attempts, not_before, created_at, parts_sent, worker, claimed_until"
+
+
+def _chat_of(conn: Connection, turn_id: str, row_ids: Sequence[int]) -> str | None:
+    """The chat a turn answered: from its inbound rows, else from its recorded messages."""
+    if row_ids:
+        row = conn.execute("SELECT chat FROM messages WHERE id = ?", (row_ids[0],)).fetchone()
+    else:
+        row = conn.execute("SELECT chat FROM outbox WHERE turn_id = ? ORDER BY id DESC LIMIT 1", (turn_id,)).fetchone()
+    return str(row["chat"]) if row is not None else None
 
 
 def _entry(row: Row) -> OutboxEntry:
@@ -177,6 +254,8 @@ def _entry(row: Row) -> OutboxEntry:
         not_before=row["not_before"],
         created_at=row["created_at"],
         parts_sent=tuple(json.loads(row["parts_sent"])) if row["parts_sent"] else (),
+        worker=row["worker"],
+        claimed_until=row["claimed_until"],
     )
 
 
