@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import sys
@@ -237,21 +238,29 @@ def _serve(
             loop.add_signal_handler(sig, stop)
         # With PostgreSQL, several workers may share the database: this one serves only once it holds its lock.
         url = settings.database_url.get_secret_value() if settings.database_url is not None else None
-        async with turn_to_serve(url, stopping) as serving:
-            if not serving:
-                return 0  # stopped while standing by
+        async def run_app(helper: bool, done: asyncio.Event) -> int:
             back = back_model()
-            app = App(settings, channels(), back_model=back)
+            app = App(settings, channels(), back_model=back, helper=helper)
             running.append(app)
-            if stopping.is_set():
+            if done.is_set():
                 app.request_stop()
             try:
                 async with app:
+                    ended = asyncio.create_task(done.wait())
+                    ended.add_done_callback(lambda _: app.request_stop())
                     await app.wait()
+                    ended.cancel()
             finally:
+                running.remove(app)
                 if back is not None:
                     await back.aclose()  # the app closes only the models it built
             return app.exit_code
+
+        # While another worker serves, this one runs turns for the chats it takes (PostgreSQL only).
+        async with turn_to_serve(url, stopping, meanwhile=functools.partial(run_app, True)) as serving:
+            if not serving:
+                return 0  # stopped while standing by
+            return await run_app(False, stopping)
 
     try:
         code = asyncio.run(serve())

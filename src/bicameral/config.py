@@ -85,6 +85,7 @@ class Settings(BaseSettings):
     # --- storage ---
     data_dir: Path = Path("./data")
     database_url: SecretStr | None = None  # postgresql://user:password@host/db: PostgreSQL; unset: SQLite in the data dir
+    chat_lease_seconds: float = Field(default=30.0, ge=2.0, le=3600.0)  # with PostgreSQL: a chat's lease on one worker
     access_path: Path | None = None
     backup_dir: Path | None = None  # the nightly backups; unset: `backups` beside the data dir
     backup_keep: int = Field(default=7, ge=0)  # nightly backups kept; 0: none made

@@ -14,10 +14,11 @@ from tests.architecture.source import imported_module
 SRC = Path(bicameral.__file__).parent
 
 # config.py defines Settings; the app package builds every component from it (configs.py and voice.py the values,
-# wiring.py, data.py, models.py, console.py and backups.py the parts they start); the command line loads it, `doctor` checks it.
+# wiring.py, chambers.py, workers.py, data.py, models.py, console.py and backups.py the parts they start); the command
+# line loads it, `doctor` checks it.
 MAY_READ_SETTINGS = {
     "config.py", "app/configs.py", "app/voice.py", "app/wiring.py", "app/data.py", "app/models.py", "app/console.py",
-    "app/backups.py", "app/commands.py", "app/dashboard.py", "cli.py", "doctor.py",
+    "app/backups.py", "app/commands.py", "app/dashboard.py", "app/chambers.py", "app/workers.py", "cli.py", "doctor.py",
 }
 
 

@@ -98,13 +98,13 @@ def workers(tmp_path, telegram, models, postgres_url, procs, relays):
     """Make `bicameral run` workers on the test's database and shared data dir, each through a relay of its own."""
     upstream = int(telegram.url.rsplit(":", 1)[1])
 
-    def make(count: int) -> list[tuple[BotProcess, Relay]]:
+    def make(count: int, **extra: object) -> list[tuple[BotProcess, Relay]]:
         made = []
         for _ in range(count):
             relay = Relay(upstream).start()
             relays.append(relay)
             env = bot_env(tmp_path, telegram, models, BICAMERAL_DATABASE_URL=postgres_url,
-                          BICAMERAL_TELEGRAM_API_URL=relay.url)
+                          BICAMERAL_TELEGRAM_API_URL=relay.url, **extra)
             made.append((procs(env, "run"), relay))
         return made
 

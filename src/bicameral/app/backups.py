@@ -94,7 +94,7 @@ class NightlyBackups:
 class Running:
     """What a running app holds on its data dir: the lock `restore` checks, the instance id, the nightly backups."""
 
-    def __init__(self, settings: Settings, clock: Clock) -> None:
+    def __init__(self, settings: Settings, clock: Clock, *, nightly: bool = True) -> None:
         self._lock = RunningLock(settings.data_dir)
         self._lock.hold(alone=settings.database_url is None)  # one assistant per SQLite data dir; workers share one
         try:
@@ -102,7 +102,8 @@ class Running:
         except OSError as exc:  # a full disk must not keep the assistant from starting: the first backup makes it
             log.warning("the instance id could not be written (%s)", exc)
         self.nightly = NightlyBackups(settings, clock=clock)
-        self.nightly.start()
+        if nightly:  # of several workers, the serving one backs up
+            self.nightly.start()
         self._heart = asyncio.create_task(self._beat(settings.data_dir, clock), name="heartbeat")
 
     async def close(self) -> None:

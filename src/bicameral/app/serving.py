@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -35,11 +35,13 @@ LOST = "lost the database lock: another worker may serve now"
 @contextlib.asynccontextmanager
 async def turn_to_serve(
     database_url: str | None, stopping: asyncio.Event, on_lost: Callable[[], None] | None = None,
+    meanwhile: Callable[[asyncio.Event], Awaitable[object]] | None = None,
 ) -> AsyncIterator[bool]:
     """True once this worker may serve (at once with SQLite: no URL), False when `stopping` is set while it stands by.
 
-    While it serves, the lock's connection is checked every second; when it is lost, `on_lost` runs (by default:
-    the process ends with status 1). Leaving the block lets the lock go.
+    While it stands by, `meanwhile(done)` runs (a worker that only runs turns) until `done` is set, when the lock is
+    ours or we stop. While it serves, the lock's connection is checked every second; when it is lost, `on_lost` runs
+    (by default: the process ends with status 1). Leaving the block lets the lock go.
     """
     if database_url is None:
         yield True
@@ -47,7 +49,7 @@ async def turn_to_serve(
     lock = ServingLock(database_url)
     lock_call = _OwnThread()
     try:
-        if not await _wait_for_the_lock(lock, stopping, lock_call):
+        if not await _wait_for_the_lock(lock, stopping, lock_call, meanwhile):
             yield False
             return
         watcher = asyncio.create_task(_watch(lock, lock_call, on_lost or _stop_serving_now))
@@ -62,32 +64,67 @@ async def turn_to_serve(
         lock_call.shutdown()
 
 
-async def _wait_for_the_lock(lock: ServingLock, stopping: asyncio.Event, lock_call: _OwnThread) -> bool:
+async def _wait_for_the_lock(
+    lock: ServingLock, stopping: asyncio.Event, lock_call: _OwnThread,
+    meanwhile: Callable[[asyncio.Event], Awaitable[object]] | None,
+) -> bool:
     """Try for the lock every second until it is ours (True) or we are asked to stop (False).
 
     The first connection failing is a configuration error (exit 2); a later one, the database away for a while.
     """
     await lock_call(lock.connect)
     said = warned = False
-    while not stopping.is_set():
-        try:
-            if await lock_call(lock.try_take):
-                log.info("serving: this worker holds the database lock")
-                if said:  # taken over from another worker, which may not know it yet
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stopping.wait(), HANDOVER_SECONDS)
-                return not stopping.is_set()
-        except Exception as exc:  # the database went away while we stood by: try again, said once
-            if not warned:
-                log.warning("standing by: the database lock could not be asked for (%s)", type(exc).__name__)
-                warned = True
-            await lock_call(lock.close)
-        if not said:
-            log.warning(STANDING_BY)
-            said = True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), STANDBY_RETRY_SECONDS)
-    return False
+    helping = _Meanwhile(meanwhile)
+    try:
+        while not stopping.is_set():
+            try:
+                if await lock_call(lock.try_take):
+                    log.info("serving: this worker holds the database lock")
+                    await helping.end()  # its chats are let go, for the serving app (or another worker) to take
+                    if said:  # taken over from another worker, which may not know it yet
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(stopping.wait(), HANDOVER_SECONDS)
+                    return not stopping.is_set()
+            except Exception as exc:  # the database went away while we stood by: try again, said once
+                if not warned:
+                    log.warning("standing by: the database lock could not be asked for (%s)", type(exc).__name__)
+                    warned = True
+                await lock_call(lock.close)
+            if not said:
+                log.warning(STANDING_BY)
+                said = True
+                helping.begin()
+            helping.check()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), STANDBY_RETRY_SECONDS)
+        return False
+    finally:
+        await helping.end()
+
+
+class _Meanwhile:
+    """What a standing-by worker runs: started once, ended when the lock is ours or we stop; its failure is ours."""
+
+    def __init__(self, run: Callable[[asyncio.Event], Awaitable[object]] | None) -> None:
+        self._run = run
+        self._done = asyncio.Event()
+        self._task: asyncio.Task[object] | None = None
+
+    def begin(self) -> None:
+        if self._run is not None and self._task is None:
+            self._task = asyncio.ensure_future(self._run(self._done))
+
+    def check(self) -> None:
+        """A helper that ended on its own (a fatal error) ends the wait with its error."""
+        if self._task is not None and self._task.done() and not self._done.is_set():
+            self._task.result()
+            raise RuntimeError("the worker running turns stopped")
+
+    async def end(self) -> None:
+        self._done.set()
+        task, self._task = self._task, None
+        if task is not None:
+            await task
 
 
 async def _watch(lock: ServingLock, lock_call: _OwnThread, on_lost: Callable[[], None]) -> None:

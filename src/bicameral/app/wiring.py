@@ -12,22 +12,16 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-from bicameral.agent.runner import NativeRunner
-from bicameral.agent.subagent import SubAgentRunner, restricted_tools
+from bicameral.agent.subagent import SubAgentRunner
 from bicameral.app.backups import Running
+from bicameral.app.chambers import build_handler
 from bicameral.app.commands import load_beside, offered, owner_made_commands
 from bicameral.app.configs import (
-    back_config,
-    claude_code_chamber_config,
-    claude_code_config,
-    front_config,
     gate_config,
     lane_config,
     media_intake,
-    offline_config,
     owner_chat,
     owners,
-    single_config,
     tools_for,
     web_fetch_tool,
     web_search_tool,
@@ -36,8 +30,8 @@ from bicameral.app.console import build_console
 from bicameral.app.dashboard import dashboard_for
 from bicameral.app.data import keep_reserve, open_stores, prune_outgoing, prune_sent
 from bicameral.app.models import AppModels
-from bicameral.back.executor import NativeExecutor
-from bicameral.channels.base import Channel
+from bicameral.app.workers import Wakeups, local_work, shared_turns
+from bicameral.channels.base import Channel, SendsAlone
 from bicameral.config import Settings
 from bicameral.console.caps import CapDesk
 from bicameral.delivery.outbox import Outbox
@@ -53,11 +47,9 @@ from bicameral.mcp.plugins import load_plugins
 from bicameral.models.base import Model
 from bicameral.sandbox.artifacts import discard
 from bicameral.scheduler import FireDelivery, Scheduler, seed_reflection
-from bicameral.single import SingleChamber
 from bicameral.store.approvals import ApprovalStore
 from bicameral.store.questions import QuestionStore
 from bicameral.store.schedules import SchedulePolicy
-from bicameral.tasks.executor import Executor
 from bicameral.tasks.store import TaskStore
 from bicameral.tools.approvals import Approvals, AskBefore
 from bicameral.tools.ask import AskUser, Questions
@@ -65,7 +57,6 @@ from bicameral.tools.base import Tool, ToolContext, ToolResult
 from bicameral.tools.registry import ToolRegistry
 from bicameral.tools.subagent import SubAgent
 from bicameral.turns.lanes import Conversation
-from bicameral.turns.turn import TurnHandler
 from bicameral.types import Clock
 
 log = logging.getLogger(__name__)
@@ -89,8 +80,10 @@ class App:
         front_model: Model | None = None,
         extra_tools: Sequence[Tool[Any]] = (),
         clock: Clock = time.time,
+        helper: bool = False,  # another worker receives: this one runs the turns of the chats it takes
     ) -> None:
         self.settings = settings
+        self.helper = helper
         self.channels = list(channels)
         self.mode = settings.effective_mode
         self.exit_code = 0
@@ -123,17 +116,21 @@ class App:
         started_at = self._clock()  # /health's uptime counts from here
         # First of all: a second assistant on this data dir stops here, before the database. Also the lock restore
         # checks, and the nightly backups.
-        self.held = Running(settings, self._clock)
+        self.held = Running(settings, self._clock, nightly=not self.helper)
         self._started = True
         self.stores = open_stores(settings)
+        if self.helper:  # it sends where it can without receiving (Telegram); the serving worker has the rest
+            self.channels = [channel for channel in self.channels if isinstance(channel, SendsAlone)]
         self.models = AppModels(settings, self.mode, self.stores, self._clock)
         keep_reserve(settings, self.stores, on_low=self._disk_low)
         self.tasks = TaskStore(self.stores.db, redact=self.stores.redact)
         self.router = ActionRouter(self.stores.messages)
-        self.dashboard = dashboard_for(settings, self.stores, self._clock)  # its web chat is a channel too
+        self.dashboard = None if self.helper else dashboard_for(settings, self.stores, self._clock)  # a channel too
         self.channels += [self.dashboard.channel] if self.dashboard is not None else []
         for channel in self.channels:
             self.router.register(channel)
+        # With PostgreSQL, each chat's work is leased to one worker: a late worker's results are fenced off.
+        self.sharing = shared_turns(settings, self.stores, self.channels, self._clock)
         self.outbox = Outbox(
             self.stores.outbox,
             self.router,
@@ -141,9 +138,12 @@ class App:
             retry_cap=settings.send_retry_cap_seconds,
             give_up_after=settings.send_give_up_seconds,
             release=functools.partial(discard, settings.data_dir),
+            worker=self.sharing.worker if self.sharing is not None else None,
+            fence=self.sharing.fence if self.sharing is not None else None,
         )
-        prune_outgoing(settings, self.stores, self.tasks, self._clock())
-        prune_sent(settings, self.stores, self._clock())  # after the files: their lookup reads these rows
+        if not self.helper:
+            prune_outgoing(settings, self.stores, self.tasks, self._clock())
+            prune_sent(settings, self.stores, self._clock())  # after the files: their lookup reads these rows
         # ask_user's questions: answers are taken out between the gate and the console.
         self.questions = Questions(
             QuestionStore(self.stores.db), self.stores.messages, self.outbox.perform,
@@ -172,7 +172,10 @@ class App:
             approver=self.approvals,
             dynamic=functools.partial(offered, self.commands),
         )
-        self.handler = self._build_handler()
+        self.handler, self._sub_agent = build_handler(
+            settings, self.mode, self.stores, self.models, self._given_models, self.registry, self.tasks, self.outbox,
+            self.channels, on_fatal=self.fail, clock=self._clock,
+        )
         two_chambers = self.mode == "bicameral"
         self.media = media_intake(settings, self.stores.messages)
         self.conversation = Conversation(
@@ -209,22 +212,33 @@ class App:
         # out by the steps they belong to (questions, approvals, caps), the rest to the console.
         intake = self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit)))
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
+        if self.sharing is not None:  # the gate signals each message's chat; the worker that takes it answers it
+            self.sharing.attach(local_work(intake, self.conversation, self.handler, self.caps, self.outbox))
+            self.conversation.on_idle = self.sharing.wake
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
-            intake, limiter,
+            self.sharing.dispatch if self.sharing is not None else intake, limiter,
             awaited=self.questions.awaits,
             clock=self._clock, send=self.outbox.perform, pairing=pairing,
         )
 
         await self.handler.start()
         for channel in self.channels:
+            if isinstance(channel, SendsAlone) and self.helper:
+                await channel.start_sending()
+                continue
             await channel.start(self.gate, self._channel_ended)
             log.info("channel %s ready", channel.name)
             self._in_background(channel.show_commands(self.console.menu()))
         await self.outbox.start()  # first delivers what the previous process left unsent
-        await self.conversation.recover(intake)
-        self.scheduler = self._build_scheduler()
-        await self.scheduler.start()
+        if self.sharing is None:
+            await self.conversation.recover(intake)
+        else:  # what waits, and what a stopped worker left, is taken chat by chat
+            self.wakeups = Wakeups(settings, self.sharing)
+            await self.sharing.start()
+        if not self.helper:
+            self.scheduler = self._build_scheduler()
+            await self.scheduler.start()
         # Everything imported so far lives for the whole run: keep it out of full collections,
         # which otherwise stall a turn for ~150 ms now and then.
         gc.freeze()
@@ -232,45 +246,6 @@ class App:
         # Python's default of 700 the young generation was collected several times a turn for nothing.
         gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
         log.info("ready (mode=%s, back=%s, front=%s)", self.mode, settings.back_model, settings.front_model)
-
-    def _build_handler(self) -> TurnHandler:
-        """The chamber that answers turns, chosen by the executor and the mode."""
-        settings = self.settings
-        if self.mode != settings.mode:
-            log.info("bicameral mode needs models that call tools; the local model runs in single mode")
-        if settings.back.provider == "claude-code" and self.mode == "single":
-            from bicameral.claude_code.chamber import ClaudeCodeChamber
-
-            return ClaudeCodeChamber(
-                claude_code_config(settings),
-                claude_code_chamber_config(settings),
-                self.stores,
-                self.registry,
-                self.outbox.perform,
-                on_fatal=self.fail,
-            )
-        if settings.back.provider == "claude-code":
-            from bicameral.claude_code.executor import ClaudeCodeExecutor
-
-            caps = self.models.caps.refusal_text if self.models.caps.active else None
-            executor: Executor = ClaudeCodeExecutor(claude_code_config(settings), self.stores, self.registry, check=caps,
-                                                    channels=self.channels)
-        else:
-            back_model = self.models.for_role(self._given_models[0], settings.back_model, "back")
-            sub_agent_loop = self._runner(back_model, restricted_tools(self.registry))
-            self._sub_agent = SubAgentRunner(replace(sub_agent_loop, max_iterations=settings.sub_agent_max_iterations))
-            if self.mode == "single":
-                single = SingleChamber(single_config(settings), self.stores, self._runner(back_model, self.registry))
-                if settings.back.provider != "local":
-                    return single
-                # The local model calls no tools: rules in front of it remember, remind, read pages and recall.
-                from bicameral.offline import OfflineChamber
-
-                return OfflineChamber(single, self.registry, self.stores, offline_config(settings), clock=self._clock)
-            back_tools = self.registry.subset(exclude_messaging=True)
-            executor = NativeExecutor(back_config(settings), self.stores, self._runner(back_model, back_tools))
-        front_model = self.models.for_role(self._given_models[1], settings.front_model, "front")
-        return FrontChamber(front_config(settings), self.stores, self.tasks, front_model, executor, self.outbox)
 
     def _build_scheduler(self) -> Scheduler:
         """Reminders go out through the outbox; scheduled tasks enter the conversation like messages."""
@@ -285,8 +260,9 @@ class App:
             cron=settings.self_reflection_cron, now=self._clock(),
         )
         # Through the outbox: once a reminder is recorded there, its delivery survives retries and restarts.
-        delivery = FireDelivery(
-            self.outbox.perform, self.stores.messages, self.conversation.submit,
+        delivery = FireDelivery(  # a scheduled task is a message: with workers, its chat's holder answers it
+            self.outbox.perform, self.stores.messages,
+            self.sharing.dispatch if self.sharing is not None else self.conversation.submit,
             followup_stale_after_seconds=settings.away_after_seconds, skills=self.stores.skills,
             delivered=lambda fire: self.stores.schedules.delivered(fire.id, self._clock()),
         )
@@ -297,17 +273,6 @@ class App:
         if self._sub_agent is None:
             return ToolResult.error("sub_agent is not available with this executor; do the task yourself")
         return await self._sub_agent(task, ctx)
-
-    def _runner(self, model: Model, tools: ToolRegistry) -> NativeRunner:
-        settings = self.settings
-        return NativeRunner(
-            model,
-            tools,
-            max_iterations=settings.max_iterations,
-            max_tokens=settings.max_tokens,
-            max_errors=settings.tool_error_max_count,
-            error_window_seconds=settings.tool_error_window_seconds,
-        )
 
     def _disk_low(self) -> None:
         """The data disk ran short (the database got the reserve): the owner hears it once, until there is room."""
@@ -364,6 +329,10 @@ class App:
         self._stopped = True
         if hasattr(self, "scheduler"):
             await self.scheduler.stop()  # first: fires under way still have their channels
+        if hasattr(self, "wakeups"):
+            await self.wakeups.close()
+        if (sharing := getattr(self, "sharing", None)) is not None:
+            await sharing.stop()  # its chats go to other workers now; what is late here is fenced off
         if (dashboard := getattr(self, "dashboard", None)) is not None:
             await dashboard.stop()
         if self._finishing is not None:

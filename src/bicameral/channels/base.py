@@ -68,6 +68,13 @@ class Channel(Protocol):
 
 
 @runtime_checkable
+class SendsAlone(Protocol):
+    """A channel that can send without receiving: a worker that runs turns while another one polls."""
+
+    async def start_sending(self) -> None: ...
+
+
+@runtime_checkable
 class DirectRooms(Protocol):
     """A channel whose DMs are rooms of their own, not the person's id (Matrix): it knows which room is whose DM."""
 

@@ -69,6 +69,10 @@ class CapDesk:
         self._background: set[asyncio.Task[Any]] = set()
         caps.on_refusal = self._refused
 
+    def holds(self, chat: str) -> bool:
+        """Whether a message of the chat waits here for the owner (or the next day)."""
+        return any(inbound.chat == chat for inbound in self._held)
+
     async def forward(self, inbound: Inbound) -> None:
         """A message on its way to the lanes: held while its people are over a cap, else handed on."""
         if not self._caps.active or inbound.kind == "press" or inbound.command in _LANE_COMMANDS:

@@ -20,8 +20,10 @@ log = logging.getLogger(__name__)
 _QUEUED = ActionResult(ok=True, queued=True)
 _HELD = ActionResult(ok=True, queued=True)  # not attempted: another worker holds the entry (told apart by identity)
 _FENCED = "this chat is served by another worker now"
-# A head another worker holds is looked at again when its claim lapses, and never sooner than this (no spinning).
+# A head another worker holds is looked at again when its claim lapses, and never sooner than this (no spinning)...
 _HELD_RECHECK = 0.01
+# ... nor later than this: that worker usually sends it at once, and this chat's next entry waits behind it.
+_HELD_LOOK_AGAIN = 1.0
 
 
 class Outbox:
@@ -245,7 +247,7 @@ class Outbox:
             if self._lock(chat).locked() or (chat in self._drains and not self._drains[chat].done()):
                 continue  # whoever holds the chat wakes the loop when done
             if not self._mine(head, now):  # another live worker holds it: due when its claim lapses
-                until = max((head.claimed_until or now) - now, _HELD_RECHECK)
+                until = min(max((head.claimed_until or now) - now, _HELD_RECHECK), _HELD_LOOK_AGAIN)
             elif head.not_before <= now:
                 self._drains[chat] = asyncio.create_task(self._drain(chat), name=f"outbox:{chat}")
                 continue

@@ -82,8 +82,10 @@ class FrontChamber:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        resume_at_start: bool = True,  # False when workers share the database: each resumes the chats it takes
     ) -> None:
         self._config = config
+        self._resume_at_start = resume_at_start
         self._stores = stores
         self._tasks = tasks
         self._model = front_model
@@ -121,7 +123,7 @@ class FrontChamber:
 
     async def start(self) -> None:
         await self._executor.start()
-        resumed = await self.bus.resume_open()
+        resumed = await self.bus.resume_open() if self._resume_at_start else 0
         if resumed:
             log.info("resumed %d open task(s)", resumed)
         self._notes_loop = asyncio.create_task(self._status_notes())

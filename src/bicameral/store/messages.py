@@ -117,12 +117,11 @@ class MessageStore:
                 (inbound.kind, inbound.text, inbound_to_json(inbound), row_id),
             )
 
-    def pending_inbound(self) -> list[Inbound]:
-        """Inbound messages accepted but never answered, oldest first."""
-        rows = self._db.query(
-            # A literal, as the partial index `messages_pending` has it: a bound value is planned at every call.
-            f"SELECT id, payload FROM messages WHERE status = '{PENDING}' AND direction = 'in' ORDER BY id"
-        )
+    def pending_inbound(self, chat: str | None = None) -> list[Inbound]:
+        """Inbound messages accepted but never answered (of one chat, or all), oldest first."""
+        # A literal, as the partial index `messages_pending` has it: a bound value is planned at every call.
+        where = f"status = '{PENDING}' AND direction = 'in'" + (" AND chat = ?" if chat is not None else "")
+        rows = self._db.query(f"SELECT id, payload FROM messages WHERE {where} ORDER BY id", () if chat is None else (chat,))
         return [inbound_from_json(row["payload"], row_id=row["id"]) for row in rows]
 
     def recent(self, chat: str, limit: int = 50) -> list[dict[str, Any]]:

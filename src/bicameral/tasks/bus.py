@@ -39,6 +39,7 @@ class _Run:
     """In-memory state of a task being driven."""
 
     notes: list[str] = field(default_factory=list)
+    chat: str = ""
     aio: asyncio.Task[None] | None = None
     step: asyncio.Task[TaskOutcome] | None = None
     pivot: bool = False
@@ -251,9 +252,9 @@ class TaskBus:
 
     # --- lifecycle ---
 
-    async def resume_open(self) -> int:
-        """Restart every task left open by the previous process, from its last checkpoint."""
-        tasks = [t for t in self.store.open_tasks() if t.id not in self._runs]
+    async def resume_open(self, chat: str | None = None) -> int:
+        """Restart every task left open by a previous process (of one chat, or all), from its last checkpoint."""
+        tasks = [t for t in self.store.open_tasks() if t.id not in self._runs and chat in (None, t.chat)]
         for task in tasks:
             log.info("resuming task %s (%s) from its checkpoint", task.id, task.name)
             self._start(task, _Run(), resumed=True)
@@ -264,20 +265,27 @@ class TaskBus:
         while running := [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]:
             await asyncio.wait(running)
 
-    async def close(self) -> None:
-        """Stop driving tasks without changing their state, so the next start resumes them."""
-        runs = [r.aio for r in self._runs.values() if r.aio is not None and not r.aio.done()]
+    def drives(self, chat: str) -> bool:
+        """Whether this process drives an open task of the chat."""
+        return any(run.chat == chat for run in self._runs.values())
+
+    async def close(self, chat: str | None = None) -> None:
+        """Stop driving tasks (of one chat, or all) without changing their state, so whoever resumes them next can."""
+        ids = [i for i, run in self._runs.items() if chat in (None, run.chat)]
+        runs = [aio for i in ids if (aio := self._runs[i].aio) is not None and not aio.done()]
         for aio in runs:
             aio.cancel()
         for aio in runs:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await aio
-        self._runs.clear()
+        for i in ids:
+            self._runs.pop(i, None)
 
     # --- driving ---
 
     def _start(self, task: Task, run: _Run, *, resumed: bool = False) -> None:
         self._runs[task.id] = run
+        run.chat = task.chat
         run.aio = asyncio.create_task(self._drive(task, run, resumed), name=f"task:{task.id}")
 
     async def _drive(self, task: Task, run: _Run, resumed: bool) -> None:

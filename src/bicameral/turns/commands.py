@@ -6,7 +6,8 @@ import logging
 
 from bicameral.commands import CommandContext
 from bicameral.commands.registry import Commands
-from bicameral.events import Authority, Inbound, chat_key
+from bicameral.context.memory import command_reach
+from bicameral.events import Authority, Inbound, OwnerId, authority_of, chat_key, is_owner
 from bicameral.failures import command_failed
 from bicameral.store import Stores
 from bicameral.store.memory_index import Fact
@@ -171,3 +172,30 @@ async def commands_command(commands: Commands, argument: str, *, owner: bool) ->
         skipped = "".join(f"\n- {p}" for p in loaded.problems)
         return f"Reloaded: {names}." + (f"\nSkipped:{skipped}" if skipped else "")
     return _COMMANDS_USAGE
+
+
+# --- as a lane answers them ---
+
+
+def lane_memory_command(stores: Stores, inbound: Inbound, command: str, personal: bool, owner_id: OwnerId) -> str:
+    """/memory or /forget as typed in a chat: the reply (a failure is a sentence, logged)."""
+    reach = command_reach(inbound, personal=personal, owner=is_owner(inbound, owner_id))
+    parts = inbound.text.split(maxsplit=1)
+    try:
+        return (memory_command if command == "memory" else forget_command)(stores, reach, parts[1] if len(parts) > 1 else "")
+    except Exception:
+        log.exception("/%s failed in %s", command, inbound.chat)
+        return command_failed(command)
+
+
+def lane_schedules_command(store: ScheduleStore, inbound: Inbound, command: str, owner_id: OwnerId, now: float) -> str:
+    """/reminders or /timezone as typed in a chat: the reply (a failure is a sentence, logged)."""
+    parts = inbound.text.split(maxsplit=1)
+    argument = parts[1] if len(parts) > 1 else ""
+    try:
+        if command == "reminders":
+            return reminders_command(store, inbound, argument, by=authority_of(inbound, owner_id), now=now)
+        return timezone_command(store, inbound, argument)
+    except Exception:
+        log.exception("/%s failed in %s", command, inbound.chat)
+        return command_failed(command)

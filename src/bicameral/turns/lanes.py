@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bicameral.commands.registry import Commands
-from bicameral.context.memory import command_reach
 from bicameral.delivery.outbox import Outbox
 from bicameral.events import (
     Action,
@@ -29,19 +28,12 @@ from bicameral.events import (
     is_owner,
     person_key,
 )
-from bicameral.failures import command_failed, failure_detail, failure_sentence
+from bicameral.failures import failure_detail, failure_sentence
 from bicameral.media.intake import MediaIntake
 from bicameral.models.scope import enter
 from bicameral.store import Stores
 from bicameral.store.messages import MessageStore
-from bicameral.turns.commands import (
-    answer_command,
-    forget_command,
-    memory_command,
-    reminders_command,
-    timezone_command,
-    typed_command,
-)
+from bicameral.turns.commands import answer_command, lane_memory_command, lane_schedules_command, typed_command
 from bicameral.turns.turn import Turn, TurnHandler
 from bicameral.types import Sleep
 
@@ -76,6 +68,12 @@ class _Lane:
     @property
     def busy(self) -> bool:
         return self.turn is not None and not self.turn.done()
+
+    @property
+    def active(self) -> bool:
+        """Running a turn, gathering a burst, or holding messages for the next turn."""
+        gathering = self.timer is not None and not self.timer.done()
+        return self.busy or gathering or bool(self.pending or self.injected)
 
 
 class Conversation:
@@ -113,6 +111,7 @@ class Conversation:
         self._commands = commands
         # A turn a spending cap refused: its messages are handed here, kept unanswered (console/caps.py holds them).
         self.on_capped: Callable[[list[Inbound]], None] | None = None
+        self.on_idle: Callable[[], None] | None = None  # a turn ended with nothing after it (workers let the chat go)
 
     # --- public surface ---
 
@@ -165,6 +164,18 @@ class Conversation:
 
     def busy_chats(self) -> list[str]:
         return sorted({lane.chat for lane in self._lanes.values() if lane.busy})
+
+    def active(self, chat: str) -> bool:
+        """Whether a lane of the chat runs a turn, gathers a burst or holds messages for the next turn."""
+        return any(lane.chat == chat and lane.active for lane in self._lanes.values())
+
+    async def drop(self, chat: str) -> None:
+        """Stop the chat's lanes without answering (another worker answers it now); its messages stay unanswered."""
+        for key in [key for key, lane in self._lanes.items() if lane.chat == chat]:
+            lane = self._lanes.pop(key)
+            for task in (lane.timer, lane.turn):
+                if task is not None and not task.done():
+                    task.cancel()
 
     async def close(self) -> None:
         """Cancel timers and running turns; unanswered messages stay pending for the next start."""
@@ -275,6 +286,8 @@ class Conversation:
             lane.pending.extend(lane.injected)
             lane.injected = []
             self._schedule(lane, 0)
+        elif self.on_idle is not None:
+            self.on_idle()
 
     async def _keep_typing(self, turn: Turn) -> None:
         await self._sleep(self._config.typing_delay_seconds)
@@ -337,31 +350,14 @@ class Conversation:
         """/memory [stats] and /forget <id or words>: answered at once, never queued behind a turn."""
         assert self._stores is not None
         personal = inbound.is_private or self._lanes_per_user_in_groups
-        reach = command_reach(inbound, personal=personal, owner=is_owner(inbound, self._config.owner_id))
-        argument = inbound.text.split(maxsplit=1)[1] if len(inbound.text.split(maxsplit=1)) > 1 else ""
-        try:
-            text = (memory_command if command == "memory" else forget_command)(self._stores, reach, argument)
-        except Exception:
-            log.exception("/%s failed in %s", command, inbound.chat)
-            text = command_failed(command)
+        text = lane_memory_command(self._stores, inbound, command, personal, self._config.owner_id)
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, text)
 
     async def _schedules(self, inbound: Inbound, command: str) -> None:
         """/reminders [pause|resume|cancel <n>] and /timezone [Area/City]: answered at once, never queued."""
         assert self._stores is not None
-        parts = inbound.text.split(maxsplit=1)
-        argument = parts[1] if len(parts) > 1 else ""
-        store = self._stores.schedules
-        try:
-            if command == "reminders":
-                by = authority_of(inbound, self._config.owner_id)
-                text = reminders_command(store, inbound, argument, by=by, now=time.time())
-            else:
-                text = timezone_command(store, inbound, argument)
-        except Exception:
-            log.exception("/%s failed in %s", command, inbound.chat)
-            text = command_failed(command)
+        text = lane_schedules_command(self._stores.schedules, inbound, command, self._config.owner_id, time.time())
         self._messages.mark_consumed([inbound.row_id])
         await self._say(inbound, text)
 

@@ -134,6 +134,13 @@ class TelegramChannel:
 
     async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
         """Learn who we are (getMe), then launch the polling loop in the background."""
+        await self.start_sending()
+        self._on_end = on_end
+        self._task = asyncio.create_task(self._poll(sink), name="telegram-poll")
+        warm_in_background(f"{__package__}.format")  # markdown-it, for the first reply; not worth delaying the poll
+
+    async def start_sending(self) -> None:
+        """Learn who we are (getMe) and send only: a worker that runs turns while another one polls."""
         try:
             await self._bot.initialize()  # getMe
         except InvalidToken:
@@ -143,9 +150,6 @@ class TelegramChannel:
         me = self._bot.bot
         self._identity = BotIdentity(id=me.id, username=me.username or "")
         log.info("telegram: connected as @%s (id %s)", self._identity.username, me.id)
-        self._on_end = on_end
-        self._task = asyncio.create_task(self._poll(sink), name="telegram-poll")
-        warm_in_background(f"{__package__}.format")  # markdown-it, for the first reply; not worth delaying the poll
 
     async def stop(self) -> None:
         """Cancel polling and close the HTTP connections."""

@@ -1,0 +1,69 @@
+"""The chat_queue table: which chats have work waiting, taken by the worker that leases each chat (PostgreSQL only)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bicameral.events import split_chat_key
+from bicameral.store.leases import Lease, LeaseStore
+from bicameral.store.sql import SqlDatabase
+
+# One NOTIFY channel for every worker: a payload-free wake-up, the rows say what to do.
+WORK_CHANNEL = "bicameral_work"
+
+
+class ChatQueue:
+    """Signals that a chat has work, and takes them chat by chat under a lease; shared by every worker."""
+
+    def __init__(self, db: SqlDatabase, leases: LeaseStore) -> None:
+        self._db = db
+        self._leases = leases
+
+    def signal(self, chats: Iterable[tuple[str, str]]) -> None:
+        """(chat, channel) pairs have work; every worker is woken once the rows are committed."""
+        with self._db.tx() as conn:
+            conn.executemany("INSERT INTO chat_queue (chat, channel) VALUES (?, ?)", list(chats))
+            conn.execute("SELECT pg_notify(?, '')", (WORK_CHANNEL,))
+
+    def take(self, worker: str, channels: Iterable[str], now: float, ttl: float, limit: int) -> list[Lease]:
+        """Lease up to `limit` chats with work on these channels (or renew the ones already ours) and remove their rows.
+
+        Rows another worker is taking right now are skipped, not waited for; a chat another worker leases keeps its
+        rows for that worker, which is woken too.
+        """
+        names = sorted(set(channels))
+        if not names:
+            return []
+        marks = ", ".join("?" for _ in names)
+        taken: list[Lease] = []
+        with self._db.tx() as conn:
+            rows = conn.execute(
+                f"SELECT id, chat FROM chat_queue WHERE channel IN ({marks}) ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+                (*names, limit * 20),
+            ).fetchall()
+            chats = list(dict.fromkeys(row["chat"] for row in rows))
+            for chat in chats[:limit]:
+                lease = self._leases.claim(chat, worker, now, ttl)
+                if lease is None:
+                    continue
+                taken.append(lease)
+                ids = tuple(row["id"] for row in rows if row["chat"] == chat)
+                conn.execute(f"DELETE FROM chat_queue WHERE id IN ({', '.join('?' for _ in ids)})", ids)
+        return taken
+
+    def signal_orphans(self, now: float) -> int:
+        """Chats with work that no live lease covers and no row signals (a worker died or stopped, or this is the first
+        start): unanswered messages, open tasks, a lease run out. Signalled again; how many."""
+        rows = self._db.query(
+            """SELECT chat FROM (
+                    SELECT chat FROM messages WHERE status = 'pending' AND direction = 'in'
+                    UNION SELECT chat FROM tasks WHERE state IN ('pending', 'running', 'paused')
+                    UNION SELECT chat FROM chat_leases WHERE deadline < ?
+                ) AS work
+                WHERE chat NOT IN (SELECT chat FROM chat_leases WHERE deadline >= ?)
+                  AND chat NOT IN (SELECT chat FROM chat_queue)""",
+            (now, now),
+        )
+        if rows:
+            self.signal((row["chat"], split_chat_key(row["chat"])[0]) for row in rows)
+        return len(rows)

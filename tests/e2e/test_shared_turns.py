@@ -1,0 +1,138 @@
+"""Turns shared across workers: every worker answers the chats it leases; a worker killed or paused past its lease
+loses its chats to another, and each message is answered once.
+
+Real `bicameral run` processes on a real PostgreSQL, the fake Telegram and the fake model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import threading
+
+import pytest
+
+from bench.harness import open_access
+from tests.conftest import OWNER
+from tests.e2e.test_process import BotProcess, sent_texts
+from tests.e2e.test_workers import inbound, procs, relays, serving, standing_by, workers  # noqa: F401 (fixtures)
+from tests.fakes.model_server import Reply
+from tests.support.chat import eventually_blocking, quiet_for_blocking
+
+pytestmark = pytest.mark.slow
+
+LEASE_SECONDS = 3
+TAKEN = re.compile(r"chat (telegram:-?\d+) taken by this worker")
+DROPPED = "late result dropped"
+STOPPED = "its work here stops"
+
+
+def taken_by(worker: BotProcess) -> set[str]:
+    return set(TAKEN.findall(worker.output()))
+
+
+def replies_to(telegram, chat_id: int) -> list[str]:
+    return [m.get("text", "") for m in telegram.sent_messages(chat_id)]
+
+
+@pytest.fixture
+def shared(tmp_path, workers):  # noqa: F811 (the fixture above)
+    """Two workers with short leases, anyone may talk to them; both up (one serving, one running turns only)."""
+    open_access(tmp_path / "data")
+
+    def start(count: int = 2, **extra: object) -> list[BotProcess]:
+        pairs = workers(count, BICAMERAL_CHAT_LEASE_SECONDS=LEASE_SECONDS, **extra)
+        for worker, _ in pairs:
+            worker.start()
+        server, _ = serving(pairs)
+        for worker, _ in pairs:
+            if worker is not server:
+                standing_by(worker)
+        return [worker for worker, _ in pairs]
+
+    return start
+
+
+def test_both_workers_answer_chats_at_once_and_each_message_once(telegram, models, shared, postgres_url):
+    # Each worker runs at most two turns at once; the model answers only once four requests wait together, which
+    # happens only if both workers run turns at the same time.
+    together = threading.Event()
+    waiting = []
+
+    async def respond(req):
+        waiting.append(req)
+        if len(waiting) >= 4:
+            together.set()
+        await asyncio.to_thread(together.wait, 120)
+        return Reply(text="answered")
+
+    models.responder(respond)
+    pool = shared(2, BICAMERAL_MAX_CONCURRENT_TURNS=2)
+    chats = list(range(5001, 5007))
+    for chat in chats:
+        telegram.user_sends(chat, f"hello from {chat}", user_id=chat, first_name=f"P{chat}")
+    eventually_blocking(together.is_set, "four turns at once, two on each worker", timeout=90)
+    eventually_blocking(lambda: all(replies_to(telegram, chat) for chat in chats), "every chat answered", timeout=90)
+    eventually_blocking(lambda: all(status == "consumed" for _, status in inbound(postgres_url)), "all consumed")
+    quiet_for_blocking(1.0, "a second answer, were one coming, would be here by now")
+    assert all(replies_to(telegram, chat) == ["answered"] for chat in chats)
+    assert all(taken_by(worker) for worker in pool), "each worker took chats"
+
+
+def test_a_worker_killed_mid_turn_its_chat_is_answered_once_by_the_other(telegram, models, shared, postgres_url):
+    first = threading.Event()
+
+    def respond(req):
+        if not first.is_set():
+            first.set()
+            return Reply(text="too late", latency=30.0)  # the worker that asked dies before this arrives
+        return Reply(text="answered once")
+
+    models.responder(respond)
+    pool = shared(2)
+    telegram.user_sends(OWNER, "please answer once")
+    models.wait_for_requests(1, timeout=60)
+    taker = eventually_blocking(lambda: next((w for w in pool if taken_by(w)), None), "a worker to take the chat")
+    other = next(w for w in pool if w is not taker)
+    taker.kill()
+    eventually_blocking(lambda: sent_texts(telegram) == ["answered once"], "the other worker's answer", timeout=90)
+    eventually_blocking(lambda: inbound(postgres_url) == [("please answer once", "consumed")], "the message consumed")
+    assert other.proc is not None and other.proc.poll() is None
+    quiet_for_blocking(1.0, "a second answer, were one coming, would be here by now")
+    assert sent_texts(telegram) == ["answered once"]
+
+
+def test_a_worker_paused_past_its_lease_has_its_late_answer_dropped(telegram, models, shared, postgres_url):
+    first = threading.Event()
+    paused = threading.Event()
+
+    async def respond(req):
+        if not first.is_set():
+            first.set()
+            await asyncio.to_thread(paused.wait, 60)  # answered once its worker is paused: it reads it when resumed
+            return Reply(text="late answer")
+        return Reply(text="answered by the other worker")
+
+    models.responder(respond)
+    pool = shared(2)
+    telegram.user_sends(OWNER, "who answers?")
+    models.wait_for_requests(1, timeout=60)
+    taker = eventually_blocking(lambda: next((w for w in pool if taken_by(w)), None), "a worker to take the chat")
+    assert taker.proc is not None
+    os.kill(taker.proc.pid, signal.SIGSTOP)
+    try:
+        paused.set()
+        eventually_blocking(
+            lambda: sent_texts(telegram) == ["answered by the other worker"], "the other worker's answer", timeout=90
+        )
+    finally:
+        os.kill(taker.proc.pid, signal.SIGCONT)
+    # Resumed, it either finds its lease gone first (and stops the turn) or records its answer first (and the outbox's
+    # fence drops it): which comes first is a race of its timer against the model's reply. Either way nothing is sent.
+    eventually_blocking(lambda: DROPPED in taker.output() or STOPPED in taker.output(),
+                        "the paused worker to stop its turn or drop its late answer", timeout=60)
+    eventually_blocking(lambda: inbound(postgres_url) == [("who answers?", "consumed")], "the message consumed")
+    quiet_for_blocking(1.0, "a second answer, were one coming, would be here by now")
+    assert sent_texts(telegram) == ["answered by the other worker"]
