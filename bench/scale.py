@@ -1,11 +1,12 @@
 """1, 2 and 4 `bicameral run` workers on one PostgreSQL database against many chats at once and a 1 s model.
 
-One worker serves at a time and the others stand by, so more workers add failover, not throughput, until turns
-are shared across workers: the figures say what standing by costs. The chaos run is in bench/chaos.py.
+One worker polls Telegram; every worker answers the chats it leases, so the turns spread over the workers. The
+chaos run is in bench/chaos.py.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from bicameral.config import Settings
 from tests.support.postgres import PostgresServer
 
 WORKER_COUNTS = (1, 2, 4)
+TAKEN = re.compile(r"chat (\S+) taken by this worker")
 READY_SECONDS = 120.0
 
 
@@ -31,6 +33,7 @@ class ScaleRun:
     makespan: float
     cpu_seconds: float  # user + system, summed over every worker process, first send → last reply
     standing_by: int
+    answered_by: list[int] = field(default_factory=list)  # chats each worker took, in start order
 
 
 @dataclass
@@ -47,10 +50,11 @@ class ScaleResult:
             label = f"{run.workers} worker{'s' if run.workers > 1 else ''}"
             waves = -(-run.chats // self.cap)
             note = (f"{run.answered}/{run.chats} chats answered, one message each sent at once, {self.latency:g} s model; "
-                    f"one worker serves, {run.standing_by} stood by; turn cap {self.cap}: {waves} wave(s)")
+                    f"one worker polls, all {run.workers} answer the chats they lease; turn cap {self.cap} a worker")
             if run.workers == 1:
-                note += ("; one worker serves at a time, so more workers add failover, not throughput, "
-                         "until turns are shared across workers")
+                note += f": {waves} wave(s)"
+            if run.workers > 1:
+                note += "; chats taken per worker: " + ", ".join(map(str, run.answered_by))
             rows.append(Figure(name, f"makespan, {label}", run.makespan, "s", note))
             rows.append(Figure(name, f"CPU per message, {label}", run.cpu_seconds / max(run.answered, 1) * 1000, "ms",
                                f"user + system of all {run.workers} worker process(es), {run.cpu_seconds:.2f} s in all"))
@@ -106,7 +110,8 @@ def _one(server: PostgresServer, workers: int, chats: int, latency: float, mode:
         standing_by = made.standing_by()
         answered = replies_by_chat(telegram, started)
         last = max((ts for sent in answered.values() for _, ts in sent), default=started)
-        return ScaleRun(workers, chats, len(answered), last - started, cpu, standing_by)
+        takers = [len(set(TAKEN.findall(w.output()))) for w in made.workers]
+        return ScaleRun(workers, chats, len(answered), last - started, cpu, standing_by, takers)
 
 
 def run_scale(chats: int = 1000, latency: float = 1.0, mode: str | None = None,

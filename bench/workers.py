@@ -27,6 +27,9 @@ WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = %s
 """
 
 
+# A killed worker's chats wait this long for another worker (the setting's default is 30 s).
+CHAT_LEASE_SECONDS = 5
+
 @dataclass
 class Worker:
     """One `bicameral run` child; its console output goes to a file of its own."""
@@ -115,7 +118,8 @@ class Pool:
 
     def add(self, mode: str | None = None) -> Worker:
         """A new (not yet started) worker on the shared database and data dir."""
-        env = bot_env(self.telegram, self.models, self.root / "data", mode, database_url=self.url)
+        env = bot_env(self.telegram, self.models, self.root / "data", mode, database_url=self.url,
+                      chat_lease_seconds=CHAT_LEASE_SECONDS)
         worker = Worker(f"worker-{len(self.workers) + 1}", env, self.root)
         self.workers.append(worker)
         return worker

@@ -30,7 +30,7 @@ from bicameral.app.console import build_console
 from bicameral.app.dashboard import dashboard_for
 from bicameral.app.data import keep_reserve, open_stores, prune_outgoing, prune_sent
 from bicameral.app.models import AppModels
-from bicameral.app.workers import Wakeups, local_work, shared_turns
+from bicameral.app.workers import Wakeups, dispatcher, local_work, shared_turns
 from bicameral.channels.base import Channel, SendsAlone
 from bicameral.config import Settings
 from bicameral.console.caps import CapDesk
@@ -217,7 +217,7 @@ class App:
             self.conversation.on_idle = self.sharing.wake
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,
-            self.sharing.dispatch if self.sharing is not None else intake, limiter,
+            dispatcher(self.sharing, self.router) if self.sharing is not None else intake, limiter,
             awaited=self.questions.awaits,
             clock=self._clock, send=self.outbox.perform, pairing=pairing,
         )

@@ -13,6 +13,7 @@ from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.console.caps import CapDesk
 from bicameral.delivery.outbox import Outbox
+from bicameral.delivery.router import ActionRouter
 from bicameral.events import Inbound
 from bicameral.front.chamber import FrontChamber
 from bicameral.store import Stores
@@ -63,6 +64,17 @@ def local_work(
         return await bus.resume_open(chat) if bus is not None else 0
 
     return LocalWork(intake=intake, busy=busy, drop=drop, resume=resume, held_rows=outbox.held_rows)
+
+
+def dispatcher(sharing: SharedTurns, router: ActionRouter) -> Callable[[Inbound], Awaitable[None]]:
+    """What the serving worker's gate hands accepted messages to: their chat signalled to every worker; a press is
+    left for the worker that takes it to answer (the channel would otherwise answer it at once, with nothing)."""
+
+    async def dispatch(inbound: Inbound) -> None:
+        router.answered_later(inbound)
+        await sharing.dispatch(inbound)
+
+    return dispatch
 
 
 class Wakeups:

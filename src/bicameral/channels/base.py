@@ -75,6 +75,14 @@ class SendsAlone(Protocol):
 
 
 @runtime_checkable
+class AnswersPresses(Protocol):
+    """A channel that answers the presses of a batch the core left unanswered (Telegram's spinner)."""
+
+    def answered_later(self, press_id: str) -> None:
+        """The core answers this press itself, later (maybe from another worker): the channel must not."""
+
+
+@runtime_checkable
 class DirectRooms(Protocol):
     """A channel whose DMs are rooms of their own, not the person's id (Matrix): it knows which room is whose DM."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from bicameral.channels.base import Channel
+from bicameral.channels.base import AnswersPresses, Channel
 from bicameral.events import (
     COSMETIC_ACTIONS,
     SECRET_PLACEHOLDER,
@@ -13,6 +13,7 @@ from bicameral.events import (
     DeleteMessage,
     Draft,
     EditText,
+    Inbound,
     React,
     SendFile,
     SendText,
@@ -36,6 +37,12 @@ class ActionRouter:
 
     def channel_for(self, chat: str) -> Channel | None:
         return self._channels.get(split_chat_key(chat)[0])
+
+    def answered_later(self, inbound: Inbound) -> None:
+        """A press handed on to be answered later (maybe by another worker): its channel leaves it to us."""
+        channel = self.channel_for(inbound.chat)
+        if inbound.press is not None and isinstance(channel, AnswersPresses):
+            channel.answered_later(inbound.press.id)
 
     async def perform(self, action: Action) -> ActionResult:
         """Perform an action and record it; a failure is reported in the result and logged, never raised."""

@@ -66,6 +66,7 @@ class SharedTurns:
         self._seen: dict[str, set[int]] = {}  # rows handed to this worker's intake while it holds the chat
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def worker(self) -> str:
@@ -80,6 +81,7 @@ class SharedTurns:
 
     async def stop(self) -> None:
         """Stop taking work and let every chat go, so other workers take it over at once."""
+        self._stopping = True  # a cancel the intake swallows (a /stop's grace wait) still ends the loop
         if self._loop is not None:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -114,7 +116,7 @@ class SharedTurns:
     async def _run(self) -> None:
         tick = self._config.lease_seconds / 3
         next_tick = 0.0
-        while True:
+        while not self._stopping:
             self._wake.clear()
             try:
                 self._let_go_of_idle()

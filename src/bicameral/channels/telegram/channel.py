@@ -250,6 +250,9 @@ class TelegramChannel:
         self._next_offset = max(ids) + 1
         return True
 
+    def answered_later(self, press_id: str) -> None:
+        self._actions.answered_presses.add(press_id)
+
     async def _answer_presses(self, raw: Sequence[Any]) -> None:
         """Answer every press of the batch that the core left unanswered (refused, malformed, a duplicate): a press
         Telegram never hears back about keeps spinning on the presser's screen."""
