@@ -159,3 +159,19 @@ async def test_a_claude_code_task_over_a_cap_starts_no_cli_turn(stores, tmp_path
     outcome = await asyncio.create_task(run())
     assert asked == [(ANN,)]
     assert (outcome.error_kind, outcome.retryable) == (CAP, False) and outcome.error == failure_sentence(CAP)
+
+
+def test_another_workers_spending_and_allowances_count_once_read_again(stores) -> None:
+    """Two workers on one database: what the other spent and the owner allowed counts here after `reread`."""
+    now = [NOON]
+    here, there = _caps(stores, now), _caps(stores, now)
+    assert here.check((ANN,)) is None and there.check((ANN,)) is None
+    _record(stores, NOON, 100, ANN)  # spent by a call on the other worker (its meter records every call)
+    there.note(_call(NOON, 100, ANN))
+    assert there.check((ANN,), tell=False) is not None
+    assert here.check((ANN,), tell=False) is None  # not yet read here
+    here.reread()
+    assert here.check((ANN,), tell=False) == Refusal(ANN, 100, 100)
+    stores.caps.allow(utc_day(NOON)[0], ANN, 50)  # the owner's press, taken by the other worker
+    here.reread()
+    assert here.check((ANN,), tell=False) is None

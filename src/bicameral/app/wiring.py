@@ -213,7 +213,7 @@ class App:
         intake = self.questions.sieve(self.approvals.sieve(self.caps.sieve(self.console.submit)))
         limiter = RateLimiter(self.stores.ratelimits, settings.rate_limit_per_min, clock=self._clock)
         if self.sharing is not None:  # the gate signals each message's chat; the worker that takes it answers it
-            self.sharing.attach(local_work(intake, self.conversation, self.handler, self.caps, self.outbox))
+            self.sharing.attach(local_work(intake, self.conversation, self.handler, self.caps, self.console, self.outbox))
             self.conversation.on_idle = self.sharing.wake
         self.gate = Gate(
             replace(gate_config(settings), owner_commands=self.console.names), access, self.stores, self.router,

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from bicameral.channels.base import Channel
 from bicameral.config import Settings
 from bicameral.console.caps import CapDesk
+from bicameral.console.desk import Console
 from bicameral.delivery.outbox import Outbox
 from bicameral.delivery.router import ActionRouter
 from bicameral.events import Inbound
@@ -47,13 +48,14 @@ def shared_turns(settings: Settings, stores: Stores, channels: Sequence[Channel]
 
 def local_work(
     intake: Callable[[Inbound], Awaitable[None]], conversation: Conversation, handler: TurnHandler, caps: CapDesk,
-    outbox: Outbox,
+    console: Console, outbox: Outbox,
 ) -> LocalWork:
     """What this worker does with a chat it takes, and how it tells whether the chat still has work here."""
     bus = handler.bus if isinstance(handler, FrontChamber) else None
 
     def busy(chat: str) -> bool:
-        return conversation.active(chat) or caps.holds(chat) or (bus is not None and bus.drives(chat))
+        held = caps.holds(chat) or console.holds(chat)  # kept here until the owner allows more or resumes
+        return conversation.active(chat) or held or (bus is not None and bus.drives(chat))
 
     async def drop(chat: str) -> None:
         await conversation.drop(chat)
@@ -63,7 +65,11 @@ def local_work(
     async def resume(chat: str) -> int:
         return await bus.resume_open(chat) if bus is not None else 0
 
-    return LocalWork(intake=intake, busy=busy, drop=drop, resume=resume, held_rows=outbox.held_rows)
+    async def tick() -> None:  # what other workers changed: the pause, the day's spending, the owner's allowances
+        await console.resume_if_resumed()
+        await caps.reread()
+
+    return LocalWork(intake=intake, busy=busy, drop=drop, resume=resume, held_rows=outbox.held_rows, tick=tick)
 
 
 def dispatcher(sharing: SharedTurns, router: ActionRouter) -> Callable[[Inbound], Awaitable[None]]:

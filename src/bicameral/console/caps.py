@@ -69,6 +69,12 @@ class CapDesk:
         self._background: set[asyncio.Task[Any]] = set()
         caps.on_refusal = self._refused
 
+    async def reread(self) -> None:
+        """Other workers' spending and the owner's allowances, read again; what is no longer over a cap goes on."""
+        if self._caps.active:
+            self._caps.reread()
+            await self._release()
+
     def holds(self, chat: str) -> bool:
         """Whether a message of the chat waits here for the owner (or the next day)."""
         return any(inbound.chat == chat for inbound in self._held)

@@ -151,6 +151,15 @@ class Console:
             return
         await self._forward(inbound)
 
+    def holds(self, chat: str) -> bool:
+        """Whether a message of the chat waits here for the owner's /resume."""
+        return any(inbound.chat == chat for inbound in self._held)
+
+    async def resume_if_resumed(self) -> None:
+        """Hand over what waits here once the pause is over (the owner's /resume may have reached another worker)."""
+        if self._held and not self.paused:
+            await self.resume()
+
     async def pause(self) -> None:
         self._kv.set(PAUSED_KEY, "1")
 

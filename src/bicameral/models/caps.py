@@ -141,6 +141,10 @@ class SpendingCaps:
             self._roll(now)
         return self.day, self.total, dict(self.spent)
 
+    def reread(self) -> None:
+        """The day's counters and allowances read again: other workers on the database spend and allow too."""
+        self._roll(self._clock())
+
     def _roll(self, now: float) -> None:
         """Counters for `now`'s day, from the record."""
         self.day, start, self._day_end = utc_day(now)

@@ -46,6 +46,7 @@ class LocalWork:
     drop: Callable[[str], Awaitable[None]]  # stop the chat's work here without answering (the lease was lost)
     resume: Callable[[str], Awaitable[int]]  # restart the chat's open tasks from their checkpoints
     held_rows: Callable[[], set[int]]  # inbound rows whose answer waits in the outbox: answered already
+    tick: Callable[[], Awaitable[None]]  # now and then: what waits here for a change another worker made (a /resume)
 
 
 class SharedTurns:
@@ -121,6 +122,8 @@ class SharedTurns:
             try:
                 self._let_go_of_idle()
                 if self._clock() >= next_tick:
+                    assert self._work is not None
+                    await self._work.tick()
                     await self._renew()
                     self._queue.signal_orphans(self._clock())
                     next_tick = self._clock() + tick
