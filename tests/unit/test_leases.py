@@ -99,3 +99,15 @@ def test_on_postgresql_a_takeover_waits_for_the_holder_committing_its_result(pos
     finally:
         holder_db.close()
         rival_db.close()
+
+
+def test_a_lapsed_lease_nobody_took_is_revived_but_not_one_taken_and_let_go(db: SqlDatabase) -> None:
+    leases = LeaseStore(db)
+    mine = leases.claim(CHAT, "w1", now=100.0, ttl=TTL)
+    assert mine is not None
+    assert leases.renew(mine, now=200.0, ttl=TTL) is None  # run out
+    assert leases.revive(mine, now=200.0, ttl=TTL) == Lease(CHAT, "w1", 1, 230.0)  # nobody took it: still w1's
+    taken = leases.claim(CHAT, "w2", now=300.0, ttl=TTL)
+    assert taken is not None
+    leases.release(taken)  # w2 answered what waited and let the chat go
+    assert leases.revive(mine, now=300.0, ttl=TTL) is None  # w1's late work is not revived

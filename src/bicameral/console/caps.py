@@ -70,9 +70,15 @@ class CapDesk:
         caps.on_refusal = self._refused
 
     async def reread(self) -> None:
-        """Other workers' spending and the owner's allowances, read again; what is no longer over a cap goes on."""
-        if self._caps.active:
-            self._caps.reread()
+        """Other workers' spending and the owner's allowances, read again; what an allowance freed goes on."""
+        if not self._caps.active:
+            return
+        caps = self._caps
+        before = (caps.day, dict(caps.allowances))
+        caps.reread()
+        # Only the owner's allowance given on another worker lets held messages go here; a new day's release waits
+        # for that day's first message or press, as with one worker.
+        if (caps.day, caps.allowances) != before and caps.day == before[0]:
             await self._release()
 
     def holds(self, chat: str) -> bool:

@@ -93,6 +93,9 @@ class Outbox:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self._claim is not None:  # what it leaves unsent goes out from the next worker at once
+            with contextlib.suppress(Exception):
+                self._store.let_go(self._claim.worker)
 
     async def perform(
         self, action: Action, *, turn: str | None = None, answers: Sequence[int] = (),

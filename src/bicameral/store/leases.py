@@ -42,6 +42,15 @@ class LeaseStore:
             renewed = self._extend(conn, lease, now, now + ttl)
         return Lease(lease.chat, lease.worker, lease.epoch, now + ttl) if renewed else None
 
+    def revive(self, lease: Lease, now: float, ttl: float) -> Lease | None:
+        """A lease run out that no other worker took meanwhile (its row unchanged): this worker's again, extended."""
+        with self._db.tx() as conn:
+            cursor = conn.execute(
+                "UPDATE chat_leases SET deadline = ? WHERE chat = ? AND worker = ? AND epoch = ?",
+                (now + ttl, lease.chat, lease.worker, lease.epoch),
+            )
+        return Lease(lease.chat, lease.worker, lease.epoch, now + ttl) if cursor.rowcount == 1 else None
+
     def holds(self, conn: Connection, lease: Lease, now: float) -> bool:
         """Inside the transaction that commits a result: is the lease still this worker's? The row stays locked
         until that commit, so no other worker takes the chat between this check and the result."""

@@ -227,6 +227,12 @@ class OutboxStore:
         """Forget entries sent or given up before `before` (the messages table keeps what was said); how many."""
         return self._db.execute(f"DELETE FROM outbox WHERE NOT {_IS_PENDING} AND finished_at < ?", (before,)).rowcount
 
+    def let_go(self, worker: str) -> int:
+        """A worker stopping cleanly: its unsent entries are anyone's at once (not after their claim); how many."""
+        return self._db.execute(
+            f"UPDATE outbox SET worker = NULL, claimed_until = NULL WHERE worker = ? AND {_IS_PENDING}", (worker,)
+        ).rowcount
+
     def state_of(self, entry_id: int) -> str | None:
         row = self._db.query_one("SELECT state FROM outbox WHERE id = ?", (entry_id,))
         return row["state"] if row else None

@@ -187,7 +187,10 @@ class SharedTurns:
         assert self._work is not None
         now = self._clock()
         for chat, lease in list(self._held.items()):
-            renewed = self._leases.renew(lease, now, self._config.lease_seconds)
+            # Run out but taken by nobody (this loop was slow, the machine paused): still ours. Taken and let go by
+            # another worker (its row gone) is lost all the same: that worker answered what this one holds.
+            ttl = self._config.lease_seconds
+            renewed = self._leases.renew(lease, now, ttl) or self._leases.revive(lease, now, ttl)
             if renewed is not None:
                 self._held[chat] = renewed
                 continue
