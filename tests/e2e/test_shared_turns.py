@@ -33,6 +33,13 @@ def taken_by(worker: BotProcess) -> set[str]:
     return set(TAKEN.findall(worker.output()))
 
 
+def asked_by(pool: list[BotProcess], telegram, models, text: str) -> BotProcess:
+    """The owner says `text`; the worker that took the chat, once the model was asked."""
+    telegram.user_sends(OWNER, text)
+    models.wait_for_requests(1, timeout=60)
+    return eventually_blocking(lambda: next((w for w in pool if taken_by(w)), None), "a worker to take the chat")
+
+
 def replies_to(telegram, chat_id: int) -> list[str]:
     return [m.get("text", "") for m in telegram.sent_messages(chat_id)]
 
@@ -92,9 +99,7 @@ def test_a_worker_killed_mid_turn_its_chat_is_answered_once_by_the_other(telegra
 
     models.responder(respond)
     pool = shared(2)
-    telegram.user_sends(OWNER, "please answer once")
-    models.wait_for_requests(1, timeout=60)
-    taker = eventually_blocking(lambda: next((w for w in pool if taken_by(w)), None), "a worker to take the chat")
+    taker = asked_by(pool, telegram, models, "please answer once")
     other = next(w for w in pool if w is not taker)
     taker.kill()
     eventually_blocking(lambda: sent_texts(telegram) == ["answered once"], "the other worker's answer", timeout=90)
@@ -117,9 +122,7 @@ def test_a_worker_paused_past_its_lease_has_its_late_answer_dropped(telegram, mo
 
     models.responder(respond)
     pool = shared(2)
-    telegram.user_sends(OWNER, "who answers?")
-    models.wait_for_requests(1, timeout=60)
-    taker = eventually_blocking(lambda: next((w for w in pool if taken_by(w)), None), "a worker to take the chat")
+    taker = asked_by(pool, telegram, models, "who answers?")
     assert taker.proc is not None
     os.kill(taker.proc.pid, signal.SIGSTOP)
     try:

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bicameral.events import Action, ActionResult, Authority, EditText, Inbound, Press, Role, Sender, SendText
+from bicameral.events import Authority, EditText, Inbound, Press, Role, Sender, SendText
 from bicameral.store import Stores
 from bicameral.store.approvals import ApprovalStore
 from bicameral.store.questions import QuestionStore
 from bicameral.tools.approvals import DENIED, Approvals, AskBefore
 from bicameral.tools.ask import Questions
 from bicameral.tools.base import Tool, ToolContext, ToolResult
+from tests.unit.test_approvals_store import Channel as RecordingChannel
 
 OWNER = 1001
 CHAT = f"telegram:{OWNER}"
@@ -27,17 +28,8 @@ TIMEOUT = 600.0  # the injected clocks never get near it unless a test moves the
 POLL = 0.01  # how often the waiting process looks at the store
 
 
-class Channel:
+class Channel(RecordingChannel):
     """One process's outbound side: every action succeeds, each text gets the next message id."""
-
-    def __init__(self) -> None:
-        self.sent: list[Action] = []
-        self._more = asyncio.Event()
-
-    async def perform(self, action: Action) -> ActionResult:
-        self.sent.append(action)
-        self._more.set()
-        return ActionResult(ok=True, message_ids=(str(len(self.sent)),))
 
     async def until_sent(self) -> SendText:
         while not self.texts():

@@ -171,11 +171,13 @@ class Conversation:
 
     async def drop(self, chat: str) -> None:
         """Stop the chat's lanes without answering (another worker answers it now); its messages stay unanswered."""
+        stopping = []
         for key in [key for key, lane in self._lanes.items() if lane.chat == chat]:
             lane = self._lanes.pop(key)
-            for task in (lane.timer, lane.turn):
-                if task is not None and not task.done():
-                    task.cancel()
+            stopping += [task for task in (lane.timer, lane.turn) if task is not None and not task.done()]
+        for task in stopping:
+            task.cancel()
+        await asyncio.gather(*stopping, return_exceptions=True)
 
     async def close(self) -> None:
         """Cancel timers and running turns; unanswered messages stay pending for the next start."""

@@ -63,7 +63,7 @@ class SharedTurns:
         self._clock = clock
         self._work: LocalWork | None = None
         self._held: dict[str, Lease] = {}
-        self._lost: dict[str, Lease] = {}  # taken over by another worker: this worker's results for it are dropped
+        self._lost: dict[str, Lease] = {}  # taken over by another worker, work here still stopping: results dropped
         self._seen: dict[str, set[int]] = {}  # rows handed to this worker's intake while it holds the chat
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -199,6 +199,7 @@ class SharedTurns:
             self._lost[chat] = lease
             self._seen.pop(chat, None)
             await self._work.drop(chat)
+            self._lost.pop(chat, None)  # its late work is stopped: what this worker sends the chat now (a reminder) goes
 
     def busy_chats(self) -> Iterable[str]:
         return sorted(self._held)
