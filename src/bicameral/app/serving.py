@@ -28,6 +28,8 @@ CHECK_TIMEOUT_SECONDS = 5.0  # a check unanswered this long (a network gone sile
 # its process lives on) sees its next check fail and stops first, so the two never poll Telegram together (its 409
 # would stop one of them).
 HANDOVER_SECONDS = CHECK_SECONDS + 0.5
+# Stopping the turns a standby ran, once it takes the lock over: what it still runs after this is fenced off.
+HELPER_STOP_SECONDS = 10.0
 STANDING_BY = "standing by: another worker serves this database"
 LOST = "lost the database lock: another worker may serve now"
 
@@ -121,10 +123,15 @@ class _Meanwhile:
             raise RuntimeError("the worker running turns stopped")
 
     async def end(self) -> None:
+        """Stop it, waiting at most HELPER_STOP_SECONDS: its chats are let go first, so what it leaves is fenced off."""
         self._done.set()
         task, self._task = self._task, None
-        if task is not None:
-            await task
+        if task is None:
+            return
+        try:
+            await asyncio.wait_for(task, HELPER_STOP_SECONDS)
+        except TimeoutError:
+            log.warning("the turns this worker ran did not stop within %.0f s; serving anyway", HELPER_STOP_SECONDS)
 
 
 async def _watch(lock: ServingLock, lock_call: _OwnThread, on_lost: Callable[[], None]) -> None:
