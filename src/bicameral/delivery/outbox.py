@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 _QUEUED = ActionResult(ok=True, queued=True)
 _HELD = ActionResult(ok=True, queued=True)  # not attempted: another worker holds the entry (told apart by identity)
 _FENCED = "this chat is served by another worker now"
+IN_FLIGHT_GRACE_SECONDS = 10.0  # how long a stop waits for the attempts under way
 # A head another worker holds is looked at again when its claim lapses, and never sooner than this (no spinning)...
 _HELD_RECHECK = 0.01
 # ... nor later than this: that worker usually sends it at once, and this chat's next entry waits behind it.
@@ -76,6 +77,7 @@ class Outbox:
         self._originals: dict[int, Queued] = {}
         self._settled = asyncio.Event()  # set whenever a message is sent or given up
         self._loop: asyncio.Task[None] | None = None
+        self._in_flight: set[asyncio.Future[ActionResult]] = set()  # attempts under way, finished even if their caller is not
 
     async def start(self) -> None:
         """Begin delivering, starting with whatever a previous process left unsent."""
@@ -93,6 +95,8 @@ class Outbox:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self._in_flight:  # attempts under way end (or time out on their own) before the store closes
+            await asyncio.wait(set(self._in_flight), timeout=IN_FLIGHT_GRACE_SECONDS)
         if self._claim is not None:  # what it leaves unsent goes out from the next worker at once
             with contextlib.suppress(Exception):
                 self._store.let_go(self._claim.worker)
@@ -182,6 +186,15 @@ class Outbox:
         return self._locks.setdefault(chat, asyncio.Lock())
 
     async def _attempt(self, entry: OutboxEntry) -> ActionResult:
+        """One attempt, carried to its end even when its caller is cancelled (a turn stopped, the app stopping): a
+        request cut after the platform took the message would leave it unrecorded, and the next attempt sends it
+        again. `stop` waits for the attempts under way."""
+        attempt = asyncio.ensure_future(self._attempt_once(entry))
+        self._in_flight.add(attempt)
+        attempt.add_done_callback(self._in_flight.discard)
+        return await asyncio.shield(attempt)
+
+    async def _attempt_once(self, entry: OutboxEntry) -> ActionResult:
         if self._claim is not None and not self._store.claim(entry.id, self._claim, self._clock()):
             return _HELD  # another worker attempts it now; the loop comes back when that claim lapses
         action = self._originals.get(entry.id, entry.action)

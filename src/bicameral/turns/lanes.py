@@ -101,6 +101,7 @@ class Conversation:
         self._lanes_per_user_in_groups = lanes_per_user_in_groups
         self._typing_in_groups = typing_in_groups
         self._lanes: dict[str, _Lane] = {}
+        self._keys: dict[str, set[str]] = {}  # each chat's lanes (a group's are its people's in two-chamber mode)
         self._slots = asyncio.Semaphore(config.max_concurrent_turns)
         self._closing = False
         self._replies: set[asyncio.Task[Any]] = set()
@@ -121,6 +122,7 @@ class Conversation:
             return
         key = self._lane_key(inbound)
         lane = self._lanes.setdefault(key, _Lane(inbound.chat))
+        self._keys.setdefault(inbound.chat, set()).add(key)
         command = inbound.command
         if command == "stop":
             await self._stop(lane, inbound)
@@ -167,12 +169,12 @@ class Conversation:
 
     def active(self, chat: str) -> bool:
         """Whether a lane of the chat runs a turn, gathers a burst or holds messages for the next turn."""
-        return any(lane.chat == chat and lane.active for lane in self._lanes.values())
+        return any(self._lanes[key].active for key in self._keys.get(chat, ()))
 
     async def drop(self, chat: str) -> None:
         """Stop the chat's lanes without answering (another worker answers it now); its messages stay unanswered."""
         stopping = []
-        for key in [key for key, lane in self._lanes.items() if lane.chat == chat]:
+        for key in self._keys.pop(chat, set()):
             lane = self._lanes.pop(key)
             stopping += [task for task in (lane.timer, lane.turn) if task is not None and not task.done()]
         for task in stopping:
@@ -310,7 +312,7 @@ class Conversation:
         cancelled: list[Inbound] = []
         running = False
         # With a lane per person in groups, the owner's /stop reaches everyone's lane in the chat.
-        for each in [other for other in self._lanes.values() if other.chat == lane.chat]:
+        for each in [self._lanes[key] for key in self._keys.get(lane.chat, ())]:
             cancelled += each.pending
             each.pending = []
             if each.timer is not None:
