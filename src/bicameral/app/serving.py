@@ -42,16 +42,18 @@ async def turn_to_serve(
     """True once this worker may serve (at once with SQLite: no URL), False when `stopping` is set while it stands by.
 
     While it stands by, `meanwhile(done)` runs (a worker that only runs turns) until `done` is set, when the lock is
-    ours or we stop. While it serves, the lock's connection is checked every second; when it is lost, `on_lost` runs
-    (by default: the process ends with status 1). Leaving the block lets the lock go.
+    ours (it stops while this worker starts serving) or we stop. While it serves, the lock's connection is checked
+    every second; when it is lost, `on_lost` runs (by default: the process ends with status 1). Leaving the block
+    lets the lock go, once `meanwhile` has ended.
     """
     if database_url is None:
         yield True
         return
     lock = ServingLock(database_url)
     lock_call = _OwnThread()
+    helping = _Meanwhile(meanwhile)
     try:
-        if not await _wait_for_the_lock(lock, stopping, lock_call, meanwhile):
+        if not await _wait_for_the_lock(lock, stopping, lock_call, helping):
             yield False
             return
         watcher = asyncio.create_task(_watch(lock, lock_call, on_lost or _stop_serving_now))
@@ -62,46 +64,40 @@ async def turn_to_serve(
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
     finally:
+        await helping.end()
         await lock_call(lock.close)
         lock_call.shutdown()
 
 
-async def _wait_for_the_lock(
-    lock: ServingLock, stopping: asyncio.Event, lock_call: _OwnThread,
-    meanwhile: Callable[[asyncio.Event], Awaitable[object]] | None,
-) -> bool:
+async def _wait_for_the_lock(lock: ServingLock, stopping: asyncio.Event, lock_call: _OwnThread, helping: _Meanwhile) -> bool:
     """Try for the lock every second until it is ours (True) or we are asked to stop (False).
 
     The first connection failing is a configuration error (exit 2); a later one, the database away for a while.
     """
     await lock_call(lock.connect)
     said = warned = False
-    helping = _Meanwhile(meanwhile)
-    try:
-        while not stopping.is_set():
-            try:
-                if await lock_call(lock.try_take):
-                    log.info("serving: this worker holds the database lock")
-                    await helping.end()  # its chats are let go, for the serving app (or another worker) to take
-                    if said:  # taken over from another worker, which may not know it yet
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(stopping.wait(), HANDOVER_SECONDS)
-                    return not stopping.is_set()
-            except Exception as exc:  # the database went away while we stood by: try again, said once
-                if not warned:
-                    log.warning("standing by: the database lock could not be asked for (%s)", type(exc).__name__)
-                    warned = True
-                await lock_call(lock.close)
-            if not said:
-                log.warning(STANDING_BY)
-                said = True
-                helping.begin()
-            helping.check()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), STANDBY_RETRY_SECONDS)
-        return False
-    finally:
-        await helping.end()
+    while not stopping.is_set():
+        try:
+            if await lock_call(lock.try_take):
+                log.info("serving: this worker holds the database lock")
+                helping.let_go()  # its turns stop while this worker starts serving; their chats are let go first
+                if said:  # taken over from another worker, which may not know it yet
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stopping.wait(), HANDOVER_SECONDS)
+                return not stopping.is_set()
+        except Exception as exc:  # the database went away while we stood by: try again, said once
+            if not warned:
+                log.warning("standing by: the database lock could not be asked for (%s)", type(exc).__name__)
+                warned = True
+            await lock_call(lock.close)
+        if not said:
+            log.warning(STANDING_BY)
+            said = True
+            helping.begin()
+        helping.check()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), STANDBY_RETRY_SECONDS)
+    return False
 
 
 class _Meanwhile:
@@ -121,6 +117,10 @@ class _Meanwhile:
         if self._task is not None and self._task.done() and not self._done.is_set():
             self._task.result()
             raise RuntimeError("the worker running turns stopped")
+
+    def let_go(self) -> None:
+        """Ask it to stop, without waiting."""
+        self._done.set()
 
     async def end(self) -> None:
         """Stop it, waiting at most HELPER_STOP_SECONDS: its chats are let go first, so what it leaves is fenced off."""
