@@ -16,9 +16,10 @@ import pytest
 
 from bench.harness import open_access
 from tests.conftest import OWNER
+from tests.e2e.test_bicameral import _voice_echo
 from tests.e2e.test_process import BotProcess, sent_texts
 from tests.e2e.test_workers import inbound, procs, relays, serving, standing_by, workers  # noqa: F401 (fixtures)
-from tests.fakes.model_server import Reply
+from tests.fakes.model_server import Reply, ToolCall
 from tests.support.chat import eventually_blocking, quiet_for_blocking
 
 pytestmark = pytest.mark.slow
@@ -139,3 +140,33 @@ def test_a_worker_paused_past_its_lease_has_its_late_answer_dropped(telegram, mo
     eventually_blocking(lambda: inbound(postgres_url) == [("who answers?", "consumed")], "the message consumed")
     quiet_for_blocking(1.0, "a second answer, were one coming, would be here by now")
     assert sent_texts(telegram) == ["answered by the other worker"]
+
+
+def test_a_killed_workers_task_is_resumed_by_another_from_its_checkpoint_and_delivered_once(
+    telegram, models, shared, postgres_url
+):
+    models.script(
+        Reply(tool_calls=[ToolCall("spawn", {"spec": "What time is it in UTC?", "label": "clock"}),
+                          ToolCall("reply", {"text": "checking"})]),
+        model="front",
+    )
+    models.responder(_voice_echo, model="front")
+    models.script(
+        Reply(tool_calls=[ToolCall("current_time", {})]),
+        Reply(text="never delivered", latency=60),  # the worker running the task dies while it waits for this
+        Reply(text="It is 12:00 UTC."),
+        model="back",
+    )
+    pool = shared(2, BICAMERAL_MODE="bicameral", BICAMERAL_FRONT_MODEL="openai:front", BICAMERAL_DELIVERY_PAUSE_SCALE=0,
+                  BICAMERAL_TASK_RETRY_DELAY_SECONDS=0)
+    telegram.user_sends(OWNER, "what time is it?")
+    eventually_blocking(lambda: sent_texts(telegram) == ["checking"], "the acknowledgement", timeout=60)
+    models.wait_for_requests(2, timeout=60, model="back")  # the task's second step, after its checkpoint
+    taker = eventually_blocking(lambda: next((w for w in pool if taken_by(w)), None), "the worker running the task")
+    taker.kill()
+    eventually_blocking(lambda: len(sent_texts(telegram)) == 2, "the resumed task's result", timeout=90)
+    assert sent_texts(telegram) == ["checking", "Here you go: It is 12:00 UTC."]
+    resumed = models.requests_for("back")[2]
+    assert resumed.tool_results(), "the resumed run starts from the checkpoint, with the finished tool step"
+    quiet_for_blocking(1.0, "a second result, were one coming, would be here by now")
+    assert len(sent_texts(telegram)) == 2
