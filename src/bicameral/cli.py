@@ -170,7 +170,7 @@ def _migrate_db(url: str, echo: Callable[[str], Any]) -> None:
     import sqlite3
 
     from bicameral.app.migrate_db import hide_password, migrate_db
-    from bicameral.store.sql import without_password
+    from bicameral.redaction import without_password
 
     settings = _load_settings()
     try:

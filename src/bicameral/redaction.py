@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit, urlunsplit
 
 # Shorter configured values are too likely to occur in ordinary text to be replaced blindly.
 _MIN_SECRET_LENGTH = 6
@@ -109,3 +110,15 @@ _RULES: list[_Rule] = [
         folded=True,
     ),
 ]
+
+
+def without_password(url: str) -> str:
+    """A URL (a database's) as a message may show it: any password replaced by ***."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+    except ValueError:
+        return "(a URL that could not be read)"
+    user, host = parts.netloc.rsplit("@", 1)
+    return urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}"))

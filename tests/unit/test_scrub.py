@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bicameral.redaction import _RULES, scrub, scrub_obj
+from bicameral.redaction import _RULES, scrub, scrub_obj, without_password
 
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 PEM = (
@@ -233,3 +233,16 @@ def test_the_needle_test_skips_only_text_no_rule_would_change(text: str) -> None
 @pytest.mark.parametrize("secret", SECRETS.values(), ids=list(SECRETS))
 def test_every_secret_holds_its_rules_needle(secret: str) -> None:
     assert scrub(secret) == _every_rule(secret) != secret
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://bot:s3cr%40t@db.lan:5432/bicameral", "postgresql://bot:***@db.lan:5432/bicameral"),
+        ("postgresql://:only-a-password@[::1]:5432/db", "postgresql://:***@[::1]:5432/db"),
+        ("postgresql://bot@db.lan/bicameral", "postgresql://bot@db.lan/bicameral"),  # nothing to hide
+        ("postgresql://bot:pw@[::1/db", "(a URL that could not be read)"),  # malformed: nothing of it is shown
+    ],
+)
+def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
+    assert without_password(url) == shown

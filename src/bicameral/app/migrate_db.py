@@ -8,9 +8,9 @@ from urllib.parse import unquote, urlsplit
 
 from bicameral.backup.lock import exclusive
 from bicameral.errors import ConfigError
+from bicameral.redaction import without_password
 from bicameral.store import is_database_url, open_database
 from bicameral.store.db import Database
-from bicameral.store.sql import without_password
 from bicameral.store.transfer import Transferred, TransferRefused, transfer
 from bicameral.types import Clock
 

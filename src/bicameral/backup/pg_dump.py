@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from bicameral.backup.manifest import BackupError
+from bicameral.redaction import without_password
 
 DUMP_NAME = "postgresql.dump"
 CONNECT_TIMEOUT_SECONDS = 10
@@ -30,14 +31,6 @@ def client_tool(name: str) -> str:
             "install them (Debian: apt-get install postgresql-client, the server's major version or newer)"
         )
     return found
-
-
-def shown(url: str) -> str:
-    """The URL as a message may show it: no password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc=_without_password(parts.netloc).replace("@", ":***@", 1)))
 
 
 def dump_database(url: str, target: Path) -> None:
@@ -63,7 +56,7 @@ def check_empty(url: str) -> None:
     """A BackupError unless the database at `url` holds no tables (asked before a restore moves anything)."""
     if (tables := _tables(url)) > 0:
         raise BackupError(
-            f"the database at {shown(url)} already holds {tables} tables: a backup's database is loaded only into an "
+            f"the database at {without_password(url)} already holds {tables} tables: a backup's database is loaded only into an "
             "empty one (create a new database and point BICAMERAL_DATABASE_URL at it)"
         )
 
@@ -77,7 +70,7 @@ def _tables(url: str) -> int:
                 "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
             ).fetchone()
     except psycopg.Error as exc:
-        raise BackupError(f"the database at {shown(url)} could not be reached ({type(exc).__name__})") from None
+        raise BackupError(f"the database at {without_password(url)} could not be reached ({type(exc).__name__})") from None
     return int(row[0]) if row else 0
 
 
@@ -90,7 +83,7 @@ def _run(argv: list[str], url: str, doing: str) -> None:
         env["PGPASSWORD"] = unquote(password)
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().replace(url, shown(url))
+        said = (done.stderr or done.stdout).strip().replace(url, without_password(url))
         if password:
             said = said.replace(password, "***").replace(unquote(password), "***")
         raise BackupError(f"{doing} failed ({Path(argv[0]).name} exited with {done.returncode}): {said[-1500:]}")

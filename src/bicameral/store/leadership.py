@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from bicameral.store.sql import without_password
+from bicameral.redaction import without_password
 
 if TYPE_CHECKING:
     import psycopg

@@ -13,6 +13,7 @@ import psycopg
 from psycopg.types.numeric import Int8Dumper
 
 from bicameral.errors import ConfigError
+from bicameral.redaction import without_password
 from bicameral.store.db import known_version, migration_statements
 from bicameral.store.dialect import migration_to_postgres, to_postgres
 from bicameral.store.reserve import DiskReserve
@@ -24,7 +25,6 @@ from bicameral.store.sql import (
     Params,
     SchemaTooNew,
     tx_statements,
-    without_password,
 )
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ import psycopg
 import sqlglot
 from sqlglot import exp
 
+from bicameral.redaction import without_password
 from bicameral.store.query_types import QueryRefused, QueryResult, cell
-from bicameral.store.sql import without_password
 
 CONNECT_TIMEOUT_SECONDS = 10
 DENIED_FUNCTIONS = frozenset(

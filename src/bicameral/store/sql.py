@@ -7,7 +7,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from bicameral.store.reserve import DiskReserve
@@ -96,17 +95,3 @@ class SchemaTooNew(sqlite3.DatabaseError):
             f"the database's schema is version {found}, newer than this bicameral knows ({known}): "
             "another worker was upgraded; upgrade this one too"
         )
-
-
-def without_password(url: str) -> str:
-    """The URL as it may be shown: any password replaced by ***."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.hostname or ""
-        user = f"{parts.username}:***@" if parts.username else ":***@"
-        port = f":{parts.port}" if parts.port else ""
-        return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))
-    except ValueError:
-        return "(a database URL that could not be read)"
