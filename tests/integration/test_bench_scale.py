@@ -21,12 +21,13 @@ def test_one_and_two_workers_answer_every_chat_and_report_numbers():
     assert all(math.isfinite(f.value) and f.value > 0 for f in result.figures())
 
 
-def test_chaos_kills_the_serving_worker_and_counts_every_chat():
+def test_chaos_kills_a_worker_and_counts_every_chat():
     result = run_chaos(chats=6, latency=0.2, kills=1, waves=2, seed=7)
-    assert len(result.kills) == 1 and result.kills[0].failover is not None
+    [kill] = result.kills
+    assert (kill.failover is not None) == kill.serving  # a takeover is measured when the polling worker was the victim
     # Lost and doubled chats are figures to print, not to assert: the run only has to count them.
     assert len(result.lost) <= 6 and set(result.twice_across_kill) <= set(result.twice)
-    assert {f.name for f in result.figures()} >= {"lost (no reply)", "answered twice", "kills (kill -9 of the serving worker)"}
+    assert {f.name for f in result.figures()} >= {"lost (no reply)", "answered twice", "kills (kill -9 of a random worker)"}
 
 
 def test_scale_runs_only_when_named(monkeypatch):
