@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from bicameral.events import Authority, EditText, Inbound, Press, Role, Sender, SendText
 from bicameral.store import Stores
@@ -18,8 +17,9 @@ from bicameral.store.approvals import ApprovalStore
 from bicameral.store.questions import QuestionStore
 from bicameral.tools.approvals import DENIED, Approvals, AskBefore
 from bicameral.tools.ask import Questions
-from bicameral.tools.base import Tool, ToolContext, ToolResult
+from bicameral.tools.base import ToolContext, ToolResult
 from tests.unit.test_approvals_store import Channel as RecordingChannel
+from tests.unit.test_approvals_store import Note, NoteArgs
 
 OWNER = 1001
 CHAT = f"telegram:{OWNER}"
@@ -73,18 +73,6 @@ def processes(tmp_path, database_location):
     yield a, b
     a.stores.close()
     b.stores.close()
-
-
-class NoteArgs(BaseModel):
-    text: str
-
-
-class Note(Tool[NoteArgs]):
-    name = "note"
-    args_model = NoteArgs
-
-    async def run(self, args: NoteArgs, ctx: ToolContext) -> ToolResult:  # pragma: no cover - never run here
-        return ToolResult("noted")
 
 
 def _press(message_id: str, data: str) -> Inbound:
