@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bicameral.events import Inbound
@@ -101,9 +101,6 @@ class SharedTurns:
     def wake(self) -> None:
         """Another worker signalled work (PostgreSQL's NOTIFY), or this one did."""
         self._wake.set()
-
-    def holds(self, chat: str) -> bool:
-        return chat in self._held
 
     def fence(self, conn: Connection, chat: str) -> bool:
         """Inside the transaction that records a chat's result: False when this worker lost the chat to another."""
@@ -200,6 +197,3 @@ class SharedTurns:
             self._seen.pop(chat, None)
             await self._work.drop(chat)
             self._lost.pop(chat, None)  # its late work is stopped: what this worker sends the chat now (a reminder) goes
-
-    def busy_chats(self) -> Iterable[str]:
-        return sorted(self._held)
