@@ -69,8 +69,10 @@ class Database:
             return current
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self, *, serial: str | None = None) -> Iterator[sqlite3.Connection]:
         """A write transaction: committed on success, rolled back on any error.
+
+        `serial` asks nothing more of SQLite: BEGIN IMMEDIATE already runs one writer at a time.
 
         Inside another transaction of the same thread it is a savepoint: its error undoes only its own
         writes, and what it wrote commits with the outer transaction. Never hold one across an await:

@@ -71,14 +71,20 @@ class PostgresDatabase:
             return current
 
     @contextmanager
-    def tx(self) -> Iterator[_Connection]:
-        """A transaction, committed on success; inside another of the same thread, a savepoint."""
+    def tx(self, *, serial: str | None = None) -> Iterator[_Connection]:
+        """A transaction, committed on success; inside another of the same thread, a savepoint.
+
+        Under READ COMMITTED two workers may both read a count, then both write past it: a `serial` key makes
+        transactions with that key wait for each other (a transaction-scoped advisory lock).
+        """
         with self._lock:
             self._depth += 1
             nested = self._depth > 1
             begin, undo, end = tx_statements(self._depth, "BEGIN")
             try:
                 self._raw(begin, fresh=not nested)
+                if serial is not None:
+                    self._raw("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (serial,))
                 try:
                     yield _Connection(self)
                 except BaseException:

@@ -120,7 +120,7 @@ class ScheduleStore:
         skill: str | None = None,
     ) -> Schedule:
         """Add a schedule; over `limit` live ones for the creator raises ScheduleLimitError (checked in the same write)."""
-        with self._db.tx() as conn:
+        with self._db.tx(serial=f"schedules of {creator}" if limit is not None else None) as conn:
             if limit is not None:
                 live = conn.execute(
                     """SELECT COUNT(*) FROM schedules WHERE creator = ? AND state != 'done' AND protected IS NULL
