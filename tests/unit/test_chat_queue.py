@@ -12,6 +12,7 @@ from bicameral.events import Inbound, Sender
 from bicameral.store import Stores
 from bicameral.store.chat_queue import WORK_CHANNEL, ChatQueue
 from bicameral.store.leases import LeaseStore
+from bicameral.tasks.store import OPEN_STATES
 
 TTL = 30.0
 
@@ -24,7 +25,7 @@ def stores(postgres_url):
 
 
 def queue(stores: Stores) -> ChatQueue:
-    return ChatQueue(stores.db, LeaseStore(stores.db))
+    return ChatQueue(stores.db, LeaseStore(stores.db), open_task_states=OPEN_STATES)
 
 
 def rows(url: str) -> list[tuple[str, str]]:

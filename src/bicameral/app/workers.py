@@ -21,6 +21,7 @@ from bicameral.store import Stores
 from bicameral.store.chat_queue import ChatQueue
 from bicameral.store.leases import LeaseStore
 from bicameral.store.wakeups import listen_for_work
+from bicameral.tasks.store import OPEN_STATES
 from bicameral.turns.lanes import Conversation
 from bicameral.turns.sharing import LocalWork, SharedTurns, SharingConfig
 from bicameral.turns.turn import TurnHandler
@@ -43,7 +44,7 @@ def shared_turns(settings: Settings, stores: Stores, channels: Sequence[Channel]
         channels=frozenset(channel.name for channel in channels),
         capacity=settings.max_concurrent_turns,
     )
-    return SharedTurns(config, ChatQueue(stores.db, leases), leases, stores.messages, clock=clock)
+    return SharedTurns(config, ChatQueue(stores.db, leases, open_task_states=OPEN_STATES), leases, stores.messages, clock=clock)
 
 
 def local_work(

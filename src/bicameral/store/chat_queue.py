@@ -15,9 +15,10 @@ WORK_CHANNEL = "bicameral_work"
 class ChatQueue:
     """Signals that a chat has work, and takes them chat by chat under a lease; shared by every worker."""
 
-    def __init__(self, db: SqlDatabase, leases: LeaseStore) -> None:
+    def __init__(self, db: SqlDatabase, leases: LeaseStore, *, open_task_states: tuple[str, ...]) -> None:
         self._db = db
         self._leases = leases
+        self._open_task_states = open_task_states  # the tasks layer's to say, above this one
 
     def signal(self, chats: Iterable[tuple[str, str]]) -> None:
         """(chat, channel) pairs have work; every worker is woken once the rows are committed."""
@@ -54,15 +55,16 @@ class ChatQueue:
     def signal_orphans(self, now: float) -> int:
         """Chats with work that no live lease covers and no row signals (a worker died or stopped, or this is the first
         start): unanswered messages, open tasks, a lease run out. Signalled again; how many."""
+        states = ", ".join("?" for _ in self._open_task_states)
         rows = self._db.query(
-            """SELECT chat FROM (
+            f"""SELECT chat FROM (
                     SELECT chat FROM messages WHERE status = 'pending' AND direction = 'in'
-                    UNION SELECT chat FROM tasks WHERE state IN ('pending', 'running', 'paused')
+                    UNION SELECT chat FROM tasks WHERE state IN ({states})
                     UNION SELECT chat FROM chat_leases WHERE deadline < ?
                 ) AS work
                 WHERE chat NOT IN (SELECT chat FROM chat_leases WHERE deadline >= ?)
                   AND chat NOT IN (SELECT chat FROM chat_queue)""",
-            (now, now),
+            (*self._open_task_states, now, now),
         )
         if rows:
             self.signal((row["chat"], split_chat_key(row["chat"])[0]) for row in rows)

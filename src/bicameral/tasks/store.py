@@ -15,7 +15,7 @@ from bicameral.store.sql import Row, SqlDatabase
 from bicameral.tasks.task import EventKind, Task, TaskEvent, TaskState
 from bicameral.types import Clock
 
-_OPEN = ("pending", "running", "paused")
+OPEN_STATES = tuple(state.value for state in TaskState if state.is_open)  # as the tasks_open index lists them
 _REDACTED_FIELDS = ("spec", "context", "result", "error", "label")
 
 
@@ -66,7 +66,7 @@ class TaskStore:
     def for_chat(self, chat: str, *, open_only: bool = False, limit: int = 20) -> list[Task]:
         if open_only:
             rows = self._db.query(
-                f"SELECT * FROM tasks WHERE chat = ? AND state IN {_OPEN} ORDER BY created_at", (chat,)
+                f"SELECT * FROM tasks WHERE chat = ? AND state IN {OPEN_STATES} ORDER BY created_at", (chat,)
             )
         else:
             rows = self._db.query(
@@ -76,13 +76,13 @@ class TaskStore:
         return [_task(row) for row in rows]
 
     def open_tasks(self) -> list[Task]:
-        rows = self._db.query(f"SELECT * FROM tasks WHERE state IN {_OPEN} ORDER BY created_at")
+        rows = self._db.query(f"SELECT * FROM tasks WHERE state IN {OPEN_STATES} ORDER BY created_at")
         return [_task(row) for row in rows]
 
     def open_counts(self) -> dict[str, int]:
         """How many tasks are in each open state (pending, running, paused), across chats."""
-        rows = self._db.query(f"SELECT state, COUNT(*) FROM tasks WHERE state IN {_OPEN} GROUP BY state")
-        return {state: 0 for state in _OPEN} | {row[0]: int(row[1]) for row in rows}
+        rows = self._db.query(f"SELECT state, COUNT(*) FROM tasks WHERE state IN {OPEN_STATES} GROUP BY state")
+        return {state: 0 for state in OPEN_STATES} | {row[0]: int(row[1]) for row in rows}
 
     def undelivered(self, chat: str) -> list[Task]:
         rows = self._db.query(
@@ -96,7 +96,7 @@ class TaskStore:
         """The snapshots a result still to be sent points at: a task still open, or completed and not yet delivered."""
         rows = self._db.query(
             f"""SELECT artifacts FROM tasks WHERE artifacts != '[]' AND
-                (state IN {_OPEN} OR (state = 'completed' AND delivered_at IS NULL))"""
+                (state IN {OPEN_STATES} OR (state = 'completed' AND delivered_at IS NULL))"""
         )
         return {a["path"] for row in rows for a in json.loads(row["artifacts"])}
 
