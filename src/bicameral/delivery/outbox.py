@@ -176,9 +176,9 @@ class Outbox:
         if self._store.settle(turn, row_ids, chat=chat, fence=self._fence):
             log.info("turn %s is answered once its last message is delivered", turn)
 
-    def held_rows(self) -> set[int]:
-        """Inbound rows whose answer waits in the outbox: they must not be answered again."""
-        return self._store.held_rows()
+    def held_rows(self, chat: str | None = None) -> set[int]:
+        """Inbound rows (of one chat, or all) whose answer waits in the outbox: they must not be answered again."""
+        return self._store.held_rows(chat)
 
     # --- delivery ---
 

@@ -36,21 +36,19 @@ class ChatQueue:
         if not names:
             return []
         marks = ", ".join("?" for _ in names)
-        taken: list[Lease] = []
         with self._db.tx() as conn:
             rows = conn.execute(
                 f"SELECT id, chat FROM chat_queue WHERE channel IN ({marks}) ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
                 (*names, limit * 20),
             ).fetchall()
-            chats = list(dict.fromkeys(row["chat"] for row in rows))
-            for chat in chats[:limit]:
-                lease = self._leases.claim(chat, worker, now, ttl)
-                if lease is None:
-                    continue
-                taken.append(lease)
-                ids = tuple(row["id"] for row in rows if row["chat"] == chat)
-                conn.execute(f"DELETE FROM chat_queue WHERE id IN ({', '.join('?' for _ in ids)})", ids)
-        return taken
+            ids_of: dict[str, list[int]] = {}
+            for row in rows:
+                ids_of.setdefault(row["chat"], []).append(row["id"])
+            taken = self._leases.claim_in(conn, list(ids_of)[:limit], worker, now, ttl)
+            ids = [i for chat in taken for i in ids_of[chat]]
+            if ids:
+                conn.execute(f"DELETE FROM chat_queue WHERE id IN ({', '.join('?' for _ in ids)})", tuple(ids))
+        return [taken[chat] for chat in ids_of if chat in taken]  # in the queue's order
 
     def signal_orphans(self, now: float) -> int:
         """Chats with work that no live lease covers and no row signals (a worker died or stopped, or this is the first

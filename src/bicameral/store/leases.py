@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from bicameral.store.sql import Connection, SqlDatabase
 
@@ -24,23 +25,39 @@ class LeaseStore:
     def claim(self, chat: str, worker: str, now: float, ttl: float) -> Lease | None:
         """The chat's lease for `worker`: when free, expired, or already its own (then only extended); else None."""
         with self._db.tx() as conn:
-            row = conn.execute(
-                """INSERT INTO chat_leases (chat, worker, epoch, deadline) VALUES (?, ?, 1, ?)
-                   ON CONFLICT(chat) DO UPDATE SET
-                       epoch = CASE WHEN chat_leases.worker = excluded.worker AND chat_leases.deadline >= ?
-                                    THEN chat_leases.epoch ELSE chat_leases.epoch + 1 END,
-                       worker = excluded.worker, deadline = excluded.deadline
-                   WHERE chat_leases.deadline < ? OR chat_leases.worker = excluded.worker
-                   RETURNING epoch""",
-                (chat, worker, now + ttl, now, now),
-            ).fetchone()
-        return Lease(chat, worker, int(row[0]), now + ttl) if row is not None else None
+            return self.claim_in(conn, [chat], worker, now, ttl).get(chat)
 
-    def renew(self, lease: Lease, now: float, ttl: float) -> Lease | None:
-        """The same lease with a later deadline; None when it lapsed or another worker holds the chat now."""
+    @staticmethod
+    def claim_in(conn: Connection, chats: Sequence[str], worker: str, now: float, ttl: float) -> dict[str, Lease]:
+        """`claim` for many chats in one statement of the caller's transaction: the leases won, by chat."""
+        if not chats:
+            return {}
+        rows = conn.execute(
+            f"""INSERT INTO chat_leases (chat, worker, epoch, deadline) VALUES {", ".join("(?, ?, 1, ?)" for _ in chats)}
+               ON CONFLICT(chat) DO UPDATE SET
+                   epoch = CASE WHEN chat_leases.worker = excluded.worker AND chat_leases.deadline >= ?
+                                THEN chat_leases.epoch ELSE chat_leases.epoch + 1 END,
+                   worker = excluded.worker, deadline = excluded.deadline
+               WHERE chat_leases.deadline < ? OR chat_leases.worker = excluded.worker
+               RETURNING chat, epoch""",
+            (*(value for chat in chats for value in (chat, worker, now + ttl)), now, now),
+        ).fetchall()
+        return {row["chat"]: Lease(row["chat"], worker, int(row["epoch"]), now + ttl) for row in rows}
+
+    def renew(self, leases: Sequence[Lease], now: float, ttl: float) -> dict[str, Lease]:
+        """The leases still held (not lapsed, not another worker's), each with a later deadline, by chat; one statement."""
+        if not leases:
+            return {}
+        worker = leases[0].worker
         with self._db.tx() as conn:
-            renewed = self._extend(conn, lease, now, now + ttl)
-        return Lease(lease.chat, lease.worker, lease.epoch, now + ttl) if renewed else None
+            rows = conn.execute(
+                f"""UPDATE chat_leases SET deadline = ?
+                    WHERE worker = ? AND deadline >= ? AND (chat, epoch) IN (VALUES {_pairs(leases)})
+                    RETURNING chat""",
+                (now + ttl, worker, now, *_chat_epochs(leases)),
+            ).fetchall()
+        renewed = {row["chat"] for row in rows}
+        return {lease.chat: replace(lease, deadline=now + ttl) for lease in leases if lease.chat in renewed}
 
     def revive(self, lease: Lease, now: float, ttl: float) -> Lease | None:
         """A lease run out that no other worker took meanwhile (its row unchanged): this worker's again, extended."""
@@ -56,10 +73,14 @@ class LeaseStore:
         until that commit, so no other worker takes the chat between this check and the result."""
         return self._extend(conn, lease, now, lease.deadline)
 
-    def release(self, lease: Lease) -> None:
+    def release(self, leases: Sequence[Lease]) -> None:
+        """Let these leases (of one worker) go, in one statement; one another worker holds now is left alone."""
+        if not leases:
+            return
         with self._db.tx() as conn:
             conn.execute(
-                "DELETE FROM chat_leases WHERE chat = ? AND worker = ? AND epoch = ?", (lease.chat, lease.worker, lease.epoch)
+                f"DELETE FROM chat_leases WHERE worker = ? AND (chat, epoch) IN (VALUES {_pairs(leases)})",
+                (leases[0].worker, *_chat_epochs(leases)),
             )
 
     def holder(self, chat: str) -> Lease | None:
@@ -74,3 +95,12 @@ class LeaseStore:
             (deadline, lease.chat, lease.worker, lease.epoch, now),
         )
         return cursor.rowcount == 1
+
+
+def _pairs(leases: Sequence[Lease]) -> str:
+    return ", ".join("(?, ?)" for _ in leases)
+
+
+def _chat_epochs(leases: Sequence[Lease]) -> tuple[object, ...]:
+    assert len({lease.worker for lease in leases}) == 1, "one worker's leases at a time"
+    return tuple(value for lease in leases for value in (lease.chat, lease.epoch))

@@ -210,9 +210,14 @@ class OutboxStore:
             consume(conn, ids, self._clock())
             return False
 
-    def held_rows(self) -> set[int]:
-        """Inbound rows whose answer is recorded but not yet out: replaying them would answer twice."""
-        rows = self._db.query(f"SELECT answers FROM outbox WHERE {_IS_PENDING} AND answers IS NOT NULL")
+    def held_rows(self, chat: str | None = None) -> set[int]:
+        """Inbound rows (of one chat, or all) whose answer is recorded but not yet out: replaying them would answer
+        twice."""
+        of_chat = "" if chat is None else " AND chat = ?"
+        rows = self._db.query(
+            f"SELECT answers FROM outbox WHERE {_IS_PENDING} AND answers IS NOT NULL{of_chat}",
+            () if chat is None else (chat,),
+        )
         return {int(i) for row in rows for i in json.loads(row["answers"])}
 
     def file_paths(self, *, pending: bool) -> set[str]:

@@ -254,7 +254,8 @@ class TaskBus:
 
     async def resume_open(self, chat: str | None = None) -> int:
         """Restart every task left open by a previous process (of one chat, or all), from its last checkpoint."""
-        tasks = [t for t in self.store.open_tasks() if t.id not in self._runs and chat in (None, t.chat)]
+        left = self.store.open_tasks() if chat is None else self.store.for_chat(chat, open_only=True)
+        tasks = [t for t in left if t.id not in self._runs]
         for task in tasks:
             log.info("resuming task %s (%s) from its checkpoint", task.id, task.name)
             self._start(task, _Run(), resumed=True)

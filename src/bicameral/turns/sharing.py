@@ -87,10 +87,9 @@ class SharedTurns:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
-        for chat, lease in list(self._held.items()):
-            self._lost[chat] = lease  # a turn still ending here must not record a result for it now
-            with contextlib.suppress(Exception):
-                self._leases.release(lease)
+        self._lost.update(self._held)  # a turn still ending here must not record a result for these chats now
+        with contextlib.suppress(Exception):
+            self._leases.release(list(self._held.values()))
         self._held.clear()
 
     async def dispatch(self, inbound: Inbound) -> None:
@@ -138,14 +137,15 @@ class SharedTurns:
         room = max(0, self._config.capacity - len(self._held))
         limit = min(room, TAKE_BATCH) + len(self._held)
         leases = self._queue.take(self.worker, self._config.channels, self._clock(), self._config.lease_seconds, limit)
-        fresh = 0
+        fresh, spare = 0, []
         for lease in leases:
             if lease.chat not in self._held:
                 if len(self._held) >= self._config.capacity:
-                    self._leases.release(lease)  # full after all: left for another worker
+                    spare.append(lease)  # full after all: left for another worker
                     continue
                 fresh += 1
             await self._adopt(lease)
+        self._leases.release(spare)
         return fresh >= TAKE_BATCH
 
     async def _adopt(self, lease: Lease) -> None:
@@ -173,21 +173,22 @@ class SharedTurns:
     def _let_go_of_idle(self) -> None:
         """Chats with no work left here are let go, so any worker may take their next message."""
         assert self._work is not None
-        for chat, lease in list(self._held.items()):
-            if not self._work.busy(chat):
-                self._leases.release(lease)
-                del self._held[chat]
-                self._seen.pop(chat, None)
+        idle = [lease for chat, lease in self._held.items() if not self._work.busy(chat)]
+        self._leases.release(idle)
+        for lease in idle:
+            del self._held[lease.chat]
+            self._seen.pop(lease.chat, None)
 
     async def _renew(self) -> None:
         """Renew the leases of chats with work here; stop what a lost lease covered."""
         assert self._work is not None
-        now = self._clock()
-        for chat, lease in list(self._held.items()):
+        now, ttl = self._clock(), self._config.lease_seconds
+        renewed_all = self._leases.renew(list(self._held.values()), now, ttl)
+        self._held.update(renewed_all)
+        for chat, lease in [(chat, lease) for chat, lease in self._held.items() if chat not in renewed_all]:
             # Run out but taken by nobody (this loop was slow, the machine paused): still ours. Taken and let go by
             # another worker (its row gone) is lost all the same: that worker answered what this one holds.
-            ttl = self._config.lease_seconds
-            renewed = self._leases.renew(lease, now, ttl) or self._leases.revive(lease, now, ttl)
+            renewed = self._leases.revive(lease, now, ttl)
             if renewed is not None:
                 self._held[chat] = renewed
                 continue
