@@ -25,6 +25,7 @@ from bicameral.events import (
 )
 from bicameral.folders import resolve_under
 
+from .directs import dm_partner, find_direct, joined_rooms
 from .format import text_content
 
 log = logging.getLogger(__name__)
@@ -44,12 +45,18 @@ class ActionPerformer:
         self.sent: set[str] = set()  # event ids of our messages in this process (a reply to one addresses us)
         self._direct: dict[str, str] = {}  # user id → our DM room with them
         self.threads: set[str] = set()  # threads we answered in (by root): a message there addresses us
+        # A worker that sends without syncing has no room list (`client.rooms` stays empty): it asks the homeserver
+        # which rooms are DMs, once per room it acts in (`_checked`), and keeps what it learns in `_direct`.
+        self.syncing = True
+        self._checked: set[str] = set()
 
     async def perform(self, action: Action) -> ActionResult:
         room = split_chat_key(action.chat)[1]
         try:
             if room.startswith("@"):  # a person (the owner), not a room: their DM with us
                 room = await self._direct_room(room)
+            elif not self.syncing and room not in self._checked:
+                await self._learn_quietly(room)
             if isinstance(action, SendText):
                 return await self._send_text(room, action)
             if isinstance(action, EditText):
@@ -82,6 +89,11 @@ class ActionPerformer:
             if self.is_direct_with(room_id, user):
                 self._direct[user] = room_id
                 return str(room_id)
+        if not self.syncing:  # no room list here: the homeserver is asked (a failure fails the send, tried again)
+            found = await find_direct(self._client, user)
+            if found is not None:
+                self._checked.add(found)
+                return self._direct.setdefault(user, found)
         made = await self._client.room_create(is_direct=True, invite=[user])
         if not isinstance(made, RoomCreateResponse):
             raise OSError(f"could not open a DM with {user}: {getattr(made, 'message', made)}")
@@ -89,10 +101,33 @@ class ActionPerformer:
         return str(made.room_id)
 
     def is_direct_with(self, room_id: str, user: str) -> bool:
-        """Whether this room is a DM with `user`: just the two of us in an unnamed room that was not upgraded away."""
+        """Whether this room is a DM with `user`: just the two of us in an unnamed room that was not upgraded away
+        (without a sync: as the homeserver said when this worker last looked, at its start or its first send there)."""
+        if not self.syncing:
+            return self._direct.get(user) == room_id
         room = self._client.rooms.get(room_id)
         return (room is not None and user in room.users and room.member_count == 2 and room.is_group
                 and not room.replacement_room)
+
+    async def learn_direct(self, room_id: str) -> None:
+        """Without a sync: whether `room_id` is a DM, asked of the homeserver (the first one found per person kept)."""
+        user = await dm_partner(self._client, room_id)
+        if user is not None:
+            self._direct.setdefault(user, room_id)
+        self._checked.add(room_id)
+
+    async def _learn_quietly(self, room_id: str) -> None:
+        """Whether a room is a DM only informs `is_direct_with`: a failure to learn it must not fail the action."""
+        try:
+            await self.learn_direct(room_id)
+        except OSError as exc:
+            log.info("matrix: could not tell whether %s is a DM: %s", room_id, self._redact(str(exc)))
+
+    async def learn_directs(self) -> None:
+        """Without a sync: which rooms we are in are DMs, so that `is_direct_with` knows them before any send there."""
+        for room_id in await joined_rooms(self._client):
+            if room_id not in self._checked:
+                await self.learn_direct(room_id)
 
     async def _send_text(self, room: str, action: SendText) -> ActionResult:
         text = action.text

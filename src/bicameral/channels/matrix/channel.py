@@ -99,15 +99,33 @@ class MatrixChannel:
 
     async def start(self, sink: InboundSink, on_end: OnEnd) -> None:
         """Log in (or check the kept login), learn our display name, then sync in the background."""
+        await self._connect()
+        self._since = sink.cursor(CHANNEL)
+        self._on_end = on_end
+        log.info("matrix: connected as %s (%s)", self._me.user_id,
+                 "resuming" if self._since else "first start: history skipped")
+        self._task = asyncio.create_task(self._sync_loop(sink), name="matrix-sync")
+
+    async def start_sending(self) -> None:
+        """Log in as `start` does (a password login reuses the kept device), but never sync: another worker receives.
+        Without a sync there is no room list, so which rooms are DMs is asked of the homeserver (in the background)."""
+        await self._connect()
+        self._actions.syncing = False
+        log.info("matrix: connected as %s to send only", self._me.user_id)
+        self._task = asyncio.create_task(self._learn_directs(), name="matrix-directs")
+
+    async def _connect(self) -> None:
         await log_in(self._client, token=self._token, password=self._password, session_file=self._config.session_file)
         user_id = self._client.user_id
         name = await self._client.get_displayname(user_id)
         display = name.displayname if isinstance(name, ProfileGetDisplayNameResponse) and name.displayname else ""
         self._me = Me(user_id, display or user_id.split(":", 1)[0].lstrip("@"))
-        self._since = sink.cursor(CHANNEL)
-        self._on_end = on_end
-        log.info("matrix: connected as %s (%s)", user_id, "resuming" if self._since else "first start: history skipped")
-        self._task = asyncio.create_task(self._sync_loop(sink), name="matrix-sync")
+
+    async def _learn_directs(self) -> None:
+        try:
+            await self._actions.learn_directs()
+        except Exception as exc:  # each room is looked at again at this worker's first send there
+            log.warning("matrix: could not list the DM rooms: %s", self._redact(f"{type(exc).__name__}: {exc}"))
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -202,6 +220,9 @@ class MatrixChannel:
         room = self._rooms.view(room_id)
         found: list[Inbound] = []
         for raw in after_own_join(events, self._me.user_id):
+            if raw.get("sender") == self._me.user_id:
+                self._note_own(raw)  # sent by this worker or another one sharing the database
+                continue
             try:
                 replied = await self._replied(room_id, raw)
                 inbound = translate(raw, room, self._me, replied, self._actions.threads)
@@ -211,6 +232,17 @@ class MatrixChannel:
             if inbound is not None:
                 found.append(inbound)
         return found
+
+    def _note_own(self, raw: dict[str, Any]) -> None:
+        """Our own event, as the sync shows it: whichever worker sent it, a reply to it addresses us, and so does a
+        later message in the thread it went to (as `ActionPerformer` notes for what this worker sends itself)."""
+        event_id, content = raw.get("event_id"), raw.get("content")
+        if raw.get("type") != "m.room.message" or not isinstance(event_id, str) or not isinstance(content, dict):
+            return
+        self._actions.sent.add(event_id)
+        relation = content.get("m.relates_to")
+        if isinstance(relation, dict) and relation.get("rel_type") == "m.thread" and isinstance(relation.get("event_id"), str):
+            self._actions.threads.add(relation["event_id"])
 
     async def _replied(self, room_id: str, raw: dict[str, Any]) -> Replied | None:
         """What a message refers to, looked up: the event it replies to, else the root of the thread it is in (the
