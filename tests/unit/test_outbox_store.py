@@ -105,7 +105,8 @@ def test_an_answer_holds_its_messages_from_the_moment_it_is_recorded_and_answers
     first, last = store.add([SendText(chat="telegram:1", text="part one"), SendText(chat="telegram:1", text="two")],
                             [0.0, 0.0], "turn-1", answers=held)
     # Recorded, not yet out: a restart delivers it and must not answer these messages again.
-    assert store.held_rows() == set(held)
+    assert store.held_rows() == store.held_rows("telegram:1") == set(held)
+    assert store.held_rows("telegram:2") == set()  # another chat's: a worker taking it asks for that chat only
     assert [i.row_id for i in messages.pending_inbound()] == held
     store.finish(first.id, SENT)
     assert messages.pending_count() == 2  # the last part holds them

@@ -45,7 +45,7 @@ class LocalWork:
     busy: Callable[[str], bool]  # a turn, a burst, a task or a held message of the chat here
     drop: Callable[[str], Awaitable[None]]  # stop the chat's work here without answering (the lease was lost)
     resume: Callable[[str], Awaitable[int]]  # restart the chat's open tasks from their checkpoints
-    held_rows: Callable[[], set[int]]  # inbound rows whose answer waits in the outbox: answered already
+    held_rows: Callable[[str], set[int]]  # the chat's inbound rows whose answer waits in the outbox: answered already
     tick: Callable[[], Awaitable[None]]  # now and then: what waits here for a change another worker made (a /resume)
 
 
@@ -155,7 +155,7 @@ class SharedTurns:
         self._held[lease.chat] = lease
         self._lost.pop(lease.chat, None)
         seen = self._seen.setdefault(lease.chat, set())
-        held = self._work.held_rows()
+        held = self._work.held_rows(lease.chat)
         waiting = [i for i in self._messages.pending_inbound(lease.chat) if i.row_id not in held and i.row_id not in seen]
         if new:
             log.info("chat %s taken by this worker (lease %d): %d message(s)", lease.chat, lease.epoch, len(waiting))
