@@ -4,6 +4,7 @@ syncing worker as ours (a thread it answered in addresses the bot there too)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from nio import AsyncClient, JoinedRoomsResponse, RoomCreateResponse
@@ -73,11 +74,10 @@ async def test_a_sending_worker_finds_the_dm_and_rooms_without_a_sync_and_reuses
         team = await invited_and_joined(ann, other, direct=False, name="Team")
         before = await rooms_of(other)
         first, second = channel_for(synapse, bot, tmp_path), channel_for(synapse, bot, tmp_path)
-        await first.start_sending()
-        await second.start_sending()
+        await asyncio.gather(first.start_sending(), second.start_sending())  # two workers starting together
         try:
             assert first.me.display_name == "Archie"
-            assert first._client.device_id == second._client.device_id  # the kept login: no device per worker
+            assert first._client.device_id == second._client.device_id  # one login kept and shared: no device each
             assert (await first.perform(SendText(f"matrix:{ann.user.user_id}", "for the owner"))).ok
             assert (await first.perform(SendText(f"matrix:{team}", "for the team"))).ok
             assert [e["content"]["body"] for e in await ann.await_from(dm, bot.user_id)] == ["for the owner"]

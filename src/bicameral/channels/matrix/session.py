@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from nio import AsyncClient, AsyncClientConfig, LoginResponse, WhoamiResponse
@@ -17,6 +20,7 @@ log = logging.getLogger(__name__)
 REVOKED = "the Matrix homeserver rejected the access token (M_UNKNOWN_TOKEN): check BICAMERAL_MATRIX_ACCESS_TOKEN"
 WRONG_PASSWORD = "the Matrix homeserver refused the login: check BICAMERAL_MATRIX_USER_ID and BICAMERAL_MATRIX_PASSWORD"
 DEVICE_NAME = "bicameral"
+LOCK_POLL_SECONDS = 0.05  # how often a worker waiting for another's login looks at the lock again
 
 
 async def log_in(client: AsyncClient, *, token: str | None, password: str | None, session_file: Path) -> None:
@@ -25,6 +29,11 @@ async def log_in(client: AsyncClient, *, token: str | None, password: str | None
         client.access_token = token
         await _check(client, REVOKED)
         return
+    async with _one_at_a_time(session_file):  # workers starting together share one login, not a device each
+        await _password_log_in(client, password, session_file)
+
+
+async def _password_log_in(client: AsyncClient, password: str | None, session_file: Path) -> None:
     stored = _read(session_file, client.homeserver, client.user)
     if stored is not None:
         client.access_token, client.device_id = stored
@@ -38,6 +47,24 @@ async def log_in(client: AsyncClient, *, token: str | None, password: str | None
         raise ChannelStartError(f"{WRONG_PASSWORD} ({getattr(answer, 'message', answer)})")
     _write(session_file, client.homeserver, client.user, answer.access_token, answer.device_id)
     log.info("matrix: logged in as %s (device %s)", answer.user_id, answer.device_id)
+
+
+@contextlib.asynccontextmanager
+async def _one_at_a_time(session_file: Path) -> AsyncIterator[None]:
+    """Hold a lock beside the kept login while reading or renewing it: the workers sharing the data dir start at
+    once, and the second must find the first one's login rather than make a device of its own."""
+    session_file.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(session_file.with_name(session_file.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:  # another worker is logging in: its login is read once it is written
+                await asyncio.sleep(LOCK_POLL_SECONDS)
+        yield
+    finally:
+        os.close(descriptor)  # closing lets the lock go
 
 
 async def _check(client: AsyncClient, revoked: str) -> None:
