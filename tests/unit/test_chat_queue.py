@@ -40,10 +40,10 @@ def message(chat: str, text: str = "hi") -> Inbound:
 def test_a_chat_is_taken_once_under_a_lease_and_its_rows_go(stores, postgres_url) -> None:
     chats = queue(stores)
     chats.signal([("telegram:1", "telegram"), ("telegram:2", "telegram"), ("telegram:1", "telegram")])
-    taken = chats.take("w1", ["telegram"], now=100.0, ttl=TTL, limit=1)
+    taken = chats.take("w1", ["telegram"], now=100.0, ttl=TTL, room=1)
     assert [lease.chat for lease in taken] == ["telegram:1"]
     assert rows(postgres_url) == [("telegram:2", "telegram")]  # both of chat 1's rows went; chat 2 waits
-    assert chats.take("w2", ["telegram"], now=100.0, ttl=TTL, limit=5)[0].chat == "telegram:2"
+    assert chats.take("w2", ["telegram"], now=100.0, ttl=TTL, room=5)[0].chat == "telegram:2"
     assert rows(postgres_url) == []
 
 
@@ -51,9 +51,9 @@ def test_a_chat_another_worker_leases_keeps_its_rows_for_that_worker(stores, pos
     chats = queue(stores)
     LeaseStore(stores.db).claim("telegram:1", "w1", now=100.0, ttl=TTL)
     chats.signal([("telegram:1", "telegram")])
-    assert chats.take("w2", ["telegram"], now=101.0, ttl=TTL, limit=5) == []
+    assert chats.take("w2", ["telegram"], now=101.0, ttl=TTL, room=5) == []
     assert rows(postgres_url) == [("telegram:1", "telegram")]
-    mine = chats.take("w1", ["telegram"], now=102.0, ttl=TTL, limit=5)  # its holder takes them, its lease extended
+    mine = chats.take("w1", ["telegram"], now=102.0, ttl=TTL, room=5)  # its holder takes them, its lease extended
     assert [(lease.worker, lease.epoch, lease.deadline) for lease in mine] == [("w1", 1, 132.0)]
     assert rows(postgres_url) == []
 
@@ -61,9 +61,9 @@ def test_a_chat_another_worker_leases_keeps_its_rows_for_that_worker(stores, pos
 def test_only_chats_of_channels_the_worker_can_send_on_are_taken(stores, postgres_url) -> None:
     chats = queue(stores)
     chats.signal([("matrix:!room", "matrix"), ("telegram:1", "telegram")])
-    assert [lease.chat for lease in chats.take("w1", ["telegram"], now=100.0, ttl=TTL, limit=5)] == ["telegram:1"]
+    assert [lease.chat for lease in chats.take("w1", ["telegram"], now=100.0, ttl=TTL, room=5)] == ["telegram:1"]
     assert rows(postgres_url) == [("matrix:!room", "matrix")]
-    assert chats.take("w1", [], now=100.0, ttl=TTL, limit=5) == []
+    assert chats.take("w1", [], now=100.0, ttl=TTL, room=5) == []
 
 
 def test_rows_another_worker_is_taking_are_skipped_not_waited_for(stores, postgres_url) -> None:
@@ -75,7 +75,7 @@ def test_rows_another_worker_is_taking_are_skipped_not_waited_for(stores, postgr
         result: list[str] = []
 
         def take() -> None:
-            result.extend(lease.chat for lease in chats.take("w2", ["telegram"], now=100.0, ttl=TTL, limit=5))
+            result.extend(lease.chat for lease in chats.take("w2", ["telegram"], now=100.0, ttl=TTL, room=5))
             done.set()
 
         threading.Thread(target=take, daemon=True).start()
@@ -102,5 +102,20 @@ def test_work_without_a_live_lease_is_signalled_again(stores, postgres_url) -> N
     assert chats.signal_orphans(now=100.0) == 2
     assert sorted(rows(postgres_url)) == [("telegram:1", "telegram"), ("telegram:3", "telegram")]
     assert chats.signal_orphans(now=100.0) == 0  # signalled already: not again
-    taken = chats.take("w2", ["telegram"], now=100.0, ttl=TTL, limit=5)
+    taken = chats.take("w2", ["telegram"], now=100.0, ttl=TTL, room=5)
     assert sorted((lease.chat, lease.epoch) for lease in taken) == [("telegram:1", 1), ("telegram:3", 2)]
+
+
+def test_a_full_worker_takes_what_waits_for_its_own_chats_and_leaves_new_chats_unleased(stores, postgres_url) -> None:
+    chats = queue(stores)
+    leases = LeaseStore(stores.db)
+    leases.claim("telegram:1", "w1", now=100.0, ttl=TTL)
+    chats.signal([("telegram:2", "telegram"), ("telegram:3", "telegram"), ("telegram:1", "telegram")])
+    mine = chats.take("w1", ["telegram"], now=101.0, ttl=TTL, room=0)  # at capacity: no room for new chats
+    assert [lease.chat for lease in mine] == ["telegram:1"]
+    assert leases.holder("telegram:2") is None and leases.holder("telegram:3") is None  # never claimed to be let go
+    assert rows(postgres_url) == [("telegram:2", "telegram"), ("telegram:3", "telegram")]
+    # Room for one: the first new chat in the queue's order, with all of its rows.
+    chats.signal([("telegram:2", "telegram")])
+    assert [lease.chat for lease in chats.take("w1", ["telegram"], now=102.0, ttl=TTL, room=1)] == ["telegram:2"]
+    assert rows(postgres_url) == [("telegram:3", "telegram")]

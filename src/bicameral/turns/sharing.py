@@ -133,19 +133,12 @@ class SharedTurns:
                 await asyncio.wait_for(self._wake.wait(), max(0.05, next_tick - self._clock()))
 
     async def _take(self) -> bool:
-        """Take a batch of chats with work (the ones already ours whatever the room); True when the batch was full."""
-        room = max(0, self._config.capacity - len(self._held))
-        limit = min(room, TAKE_BATCH) + len(self._held)
-        leases = self._queue.take(self.worker, self._config.channels, self._clock(), self._config.lease_seconds, limit)
-        fresh, spare = 0, []
+        """Take what waits for the chats held here and a batch of new ones; True when the batch was full."""
+        room = min(max(0, self._config.capacity - len(self._held)), TAKE_BATCH)
+        leases = self._queue.take(self.worker, self._config.channels, self._clock(), self._config.lease_seconds, room)
+        fresh = sum(lease.chat not in self._held for lease in leases)
         for lease in leases:
-            if lease.chat not in self._held:
-                if len(self._held) >= self._config.capacity:
-                    spare.append(lease)  # full after all: left for another worker
-                    continue
-                fresh += 1
             await self._adopt(lease)
-        self._leases.release(spare)
         return fresh >= TAKE_BATCH
 
     async def _adopt(self, lease: Lease) -> None:
