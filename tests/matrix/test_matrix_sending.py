@@ -92,6 +92,8 @@ async def test_a_sending_worker_finds_the_dm_and_rooms_without_a_sync_and_reuses
             opened = await rooms_of(other) - before
             assert len(opened) == 1
             bobs = opened.pop()
+            assert first.is_direct_with(f"matrix:{bobs}", bob.user.user_id)
+            assert second.is_direct_with(f"matrix:{bobs}", bob.user.user_id)
             await bob.client.join(bobs)
             assert [e["content"]["body"] for e in await bob.await_from(bobs, bot.user_id, 2)] == [
                 "hello bob", "again"]

@@ -46,16 +46,17 @@ class ActionPerformer:
         self._direct: dict[str, str] = {}  # user id → our DM room with them
         self.threads: set[str] = set()  # threads we answered in (by root): a message there addresses us
         # A worker that sends without syncing has no room list (`client.rooms` stays empty): it asks the homeserver
-        # which rooms are DMs, once per room it acts in (`_checked`), and keeps what it learns in `_direct`.
+        # which rooms are DMs, once per room (at its start, and at its first action in a room it did not know), and
+        # keeps the answer: room → the person it is a DM with, or None.
         self.syncing = True
-        self._checked: set[str] = set()
+        self._partners: dict[str, str | None] = {}
 
     async def perform(self, action: Action) -> ActionResult:
         room = split_chat_key(action.chat)[1]
         try:
             if room.startswith("@"):  # a person (the owner), not a room: their DM with us
                 room = await self._direct_room(room)
-            elif not self.syncing and room not in self._checked:
+            elif not self.syncing and room not in self._partners:
                 await self._learn_quietly(room)
             if isinstance(action, SendText):
                 return await self._send_text(room, action)
@@ -92,19 +93,20 @@ class ActionPerformer:
         if not self.syncing:  # no room list here: the homeserver is asked (a failure fails the send, tried again)
             found = await find_direct(self._client, user)
             if found is not None:
-                self._checked.add(found)
+                self._partners[found] = user
                 return self._direct.setdefault(user, found)
         made = await self._client.room_create(is_direct=True, invite=[user])
         if not isinstance(made, RoomCreateResponse):
             raise OSError(f"could not open a DM with {user}: {getattr(made, 'message', made)}")
         self._direct[user] = made.room_id
+        self._partners[made.room_id] = user
         return str(made.room_id)
 
     def is_direct_with(self, room_id: str, user: str) -> bool:
         """Whether this room is a DM with `user`: just the two of us in an unnamed room that was not upgraded away
         (without a sync: as the homeserver said when this worker last looked, at its start or its first send there)."""
         if not self.syncing:
-            return self._direct.get(user) == room_id
+            return self._partners.get(room_id) == user
         room = self._client.rooms.get(room_id)
         return (room is not None and user in room.users and room.member_count == 2 and room.is_group
                 and not room.replacement_room)
@@ -112,21 +114,21 @@ class ActionPerformer:
     async def learn_direct(self, room_id: str) -> None:
         """Without a sync: whether `room_id` is a DM, asked of the homeserver (the first one found per person kept)."""
         user = await dm_partner(self._client, room_id)
+        self._partners[room_id] = user
         if user is not None:
             self._direct.setdefault(user, room_id)
-        self._checked.add(room_id)
 
     async def _learn_quietly(self, room_id: str) -> None:
         """Whether a room is a DM only informs `is_direct_with`: a failure to learn it must not fail the action."""
         try:
             await self.learn_direct(room_id)
-        except OSError as exc:
-            log.info("matrix: could not tell whether %s is a DM: %s", room_id, self._redact(str(exc)))
+        except Exception as exc:  # tried again at the next action there
+            log.info("matrix: could not tell whether %s is a DM: %s", room_id, self._redact(f"{type(exc).__name__}: {exc}"))
 
     async def learn_directs(self) -> None:
         """Without a sync: which rooms we are in are DMs, so that `is_direct_with` knows them before any send there."""
         for room_id in await joined_rooms(self._client):
-            if room_id not in self._checked:
+            if room_id not in self._partners:
                 await self.learn_direct(room_id)
 
     async def _send_text(self, room: str, action: SendText) -> ActionResult:
