@@ -17,12 +17,14 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
-from bench.harness import tag
+from bench.harness import TimedTelegram, tag, tag_of
 from bench.load import FIRST_CHAT
 from bench.report import Figure
 from bench.scale import model_asks, replies_by_chat, start_workers, warm_up
 from bench.workers import Pool, Worker, pool, postgres, wait_for
+from tests.fakes.telegram_server import Call
 
 WORKERS = 3
 KILLS = 3
@@ -37,6 +39,7 @@ class Kill:
     at: float  # monotonic
     worker: str
     serving: bool  # it polled Telegram: another worker takes polling over
+    ports: frozenset[int] = frozenset()  # its connections to the fake Telegram when it was killed
     failover: float | None = None  # kill -9 of the serving worker → the next getUpdates the fake received
 
 
@@ -49,10 +52,10 @@ class ChaosResult:
     kills: list[Kill] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)  # chat ids with no reply
     twice: list[int] = field(default_factory=list)  # chat ids answered more than once
-    # Of those, the chats whose first reply went out before a kill and the next after it: the known at-least-once
-    # window (sent by the killed worker, not yet recorded as answered). The others were answered twice after a kill:
-    # the killed worker's answer waited in the outbox, the next worker delivered it and also ran the turn again.
-    twice_across_kill: list[int] = field(default_factory=list)
+    # Of those, the chats whose first reply came over a connection of a worker killed right after, and the next one
+    # after that kill: the at-least-once window (Telegram took the message, the worker died before recording it as
+    # sent, so another worker sent it again). Any other would be a bug.
+    twice_in_window: list[int] = field(default_factory=list)
     asked_twice: int = 0  # tagged messages the model was asked about more than once (the turn ran again)
     exited: list[str] = field(default_factory=list)  # workers that stopped on their own, with their status
     makespan: float = 0.0
@@ -71,11 +74,10 @@ class ChaosResult:
                    f"after the previous one (or its takeover); the killed worker restarted at once{restarts}"),
             Figure(name, "lost (no reply)", len(self.lost), "", _some(self.lost)),
             Figure(name, "answered twice", len(self.twice), "",
-                   f"{len(self.twice_across_kill)} of them first sent before a kill and again after it (the known "
-                   f"at-least-once window: sent, not yet recorded as answered); {len(self.twice) - len(self.twice_across_kill)} "
-                   f"both times after a kill (the killed worker's answer was in the outbox, unsent: the next worker "
-                   f"delivered it and ran the turn again); the model was asked more than once about {self.asked_twice} "
-                   f"message(s)" + _some(self.twice, "; ")),
+                   f"{len(self.twice_in_window)} of them first sent by a worker killed before it recorded the send, "
+                   f"then again by another (the at-least-once window: Telegram has no idempotency key); "
+                   f"{len(self.twice) - len(self.twice_in_window)} otherwise; the model was asked more than once about "
+                   f"{self.asked_twice} message(s)" + _some(self.twice, "; ")),
             Figure(name, "makespan", self.makespan, "s", "first send → last reply"),
         ]
         missed = sum(1 for k in self.kills if k.serving and k.failover is None)
@@ -89,8 +91,8 @@ class ChaosResult:
         if not self.lost and not self.twice:
             return None
         return (f"CHAOS: {len(self.lost)} chat(s) LOST, {len(self.twice)} ANSWERED TWICE "
-                f"({len(self.twice_across_kill)} first sent before a kill and again after it, "
-                f"{len(self.twice) - len(self.twice_across_kill)} both after a kill) over {len(self.kills)} kills")
+                f"({len(self.twice_in_window)} sent by a worker killed before it recorded the send, "
+                f"{len(self.twice) - len(self.twice_in_window)} otherwise) over {len(self.kills)} kills")
 
 
 def _some(chats: list[int], before: str = "") -> str:
@@ -107,6 +109,7 @@ class Killer(threading.Thread):
         self.rng = rng
         self.kills: list[Kill] = []
         self.error: BaseException | None = None
+        self.telegram_port = urlsplit(made.telegram.url).port or 80
 
     def run(self) -> None:
         try:
@@ -114,7 +117,8 @@ class Killer(threading.Thread):
                 time.sleep(self.rng.uniform(*KILL_DELAY))
                 server = self._server()
                 victim = self.rng.choice([w for w in self.made.workers if w.alive()])
-                kill = Kill(time.monotonic(), victim.name, serving=victim is server)
+                ports = victim.ports_to(self.telegram_port)
+                kill = Kill(time.monotonic(), victim.name, serving=victim is server, ports=ports)
                 victim.kill()
                 victim.start()  # a supervisor would restart it; it stands by
                 self.kills.append(kill)
@@ -187,10 +191,11 @@ def run_chaos(chats: int = 1000, latency: float = 1.0, mode: str | None = None, 
             pass  # counted below as lost
         _quiet(made)
         answered = replies_by_chat(telegram, started)
+        first_sends = _first_sends(telegram, started)
         result.makespan = max((ts for sent in answered.values() for _, ts in sent), default=started) - started
         result.lost = [FIRST_CHAT + i for i in range(chats) if FIRST_CHAT + i not in answered]
         result.twice = sorted(chat for chat, sent in answered.items() if len(sent) > 1)
-        result.twice_across_kill = [c for c in result.twice if _across_kill(answered[c], result.kills)]
+        result.twice_in_window = [c for c in result.twice if _in_window(first_sends[c], answered[c], result.kills)]
         result.asked_twice = sum(1 for n in model_asks(made).values() if n > 1)
     return result
 
@@ -207,10 +212,18 @@ def _fakes_quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _across_kill(sent: list[tuple[str, float]], kills: list[Kill]) -> bool:
-    """The first reply went out before a kill and the next after it."""
-    first, later = sent[0][1], sent[1][1]
-    return any(first <= k.at <= later for k in kills)
+def _first_sends(telegram: TimedTelegram, since: float) -> dict[int, Call]:
+    """Each tagged chat's first answered sendMessage call."""
+    found: dict[int, Call] = {}
+    for call in telegram.calls_to("sendMessage"):
+        if call.status == 200 and call.ts >= since and tag_of(str(call.params.get("text", ""))) is not None:
+            found.setdefault(int(call.params.get("chat_id", 0)), call)
+    return found
+
+
+def _in_window(first: Call, sent: list[tuple[str, float]], kills: list[Kill]) -> bool:
+    """The first reply came over a connection of a worker killed after it, and the next reply after that kill."""
+    return any(first.client_port in k.ports and first.ts <= k.at <= sent[1][1] for k in kills)
 
 
 def _quiet(made: Pool) -> None:

@@ -90,6 +90,18 @@ class Worker:
         except psutil.Error:
             return set()
 
+    def ports_to(self, port: int) -> frozenset[int]:
+        """The local ports of this worker's open connections to `port` (a fake it talks to): the fake names the sender
+        of each call by its port."""
+        if not self.alive():
+            return frozenset()
+        assert self.proc is not None
+        try:
+            connections = psutil.Process(self.proc.pid).net_connections(kind="tcp")
+        except psutil.Error:
+            return frozenset()
+        return frozenset(c.laddr.port for c in connections if c.raddr and c.raddr.port == port)
+
     def kill(self) -> None:
         """kill -9, as a crash would, and reap it."""
         if self.proc is not None and self.proc.poll() is None:

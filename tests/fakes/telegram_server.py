@@ -84,6 +84,7 @@ class Call:
     ts: float
     status: int | None = None
     response: dict[str, Any] | None = None
+    client_port: int | None = None  # the bot's end of the connection: which process sent it, when several share a fake
 
 
 @dataclass(frozen=True)
@@ -678,7 +679,8 @@ class FakeTelegram:
             custom_name = next((n for n in self._custom if n.lower() == name.lower()), None)
             custom_handler = self._custom.get(custom_name) if custom_name else None
         canonical = custom_name or (known[0] if known else name)
-        call = Call(canonical, {}, time.monotonic())
+        peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+        call = Call(canonical, {}, time.monotonic(), client_port=peer[1] if peer else None)
         with self._lock:
             self._calls.append(call)
         try:

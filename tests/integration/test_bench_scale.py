@@ -26,7 +26,7 @@ def test_chaos_kills_a_worker_and_counts_every_chat():
     [kill] = result.kills
     assert (kill.failover is not None) == kill.serving  # a takeover is measured when the polling worker was the victim
     # Lost and doubled chats are figures to print, not to assert: the run only has to count them.
-    assert len(result.lost) <= 6 and set(result.twice_across_kill) <= set(result.twice)
+    assert len(result.lost) <= 6 and set(result.twice_in_window) <= set(result.twice)
     assert {f.name for f in result.figures()} >= {"lost (no reply)", "answered twice", "kills (kill -9 of a random worker)"}
 
 
