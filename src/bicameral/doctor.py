@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from bicameral.config import Settings
+from bicameral.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ async def _data_dir(settings: Settings) -> Check:
 async def _database(settings: Settings) -> Check:
     from bicameral.store.db import Database
 
+    if settings.database_url is not None:
+        return _shared_database(settings.database_url.get_secret_value())
     try:
         db = Database(settings.db_path)
         version = db.migrate()
@@ -110,6 +113,24 @@ async def _database(settings: Settings) -> Check:
     except Exception as exc:
         return Check("database", False, f"{settings.db_path} cannot be opened: {exc}")
     return Check("database", True, f"{settings.db_path} at schema version {version}")
+
+
+def _shared_database(url: str) -> Check:
+    """PostgreSQL, read only (workers may be running on it): reached, logged in, its schema against this code's."""
+    from bicameral.redaction import without_password
+    from bicameral.store.db import known_version
+    from bicameral.store.postgres import schema_version
+
+    where, known = without_password(url), known_version()
+    try:
+        version = schema_version(url)
+    except Exception as exc:  # DatabaseUnreachable says why in one line, the password never shown
+        return Check("database", False, str(exc) if isinstance(exc, ConfigError) else f"{where}: {type(exc).__name__}")
+    if version > known:
+        return Check("database", False, f"{where} is at schema version {version}, newer than this bicameral knows "
+                                        f"({known}): another worker was upgraded; upgrade this one too")
+    later = "" if version == known else f"; the next start migrates it to {known}"
+    return Check("database", True, f"{where} (PostgreSQL) at schema version {version}{later}")
 
 
 async def _access_file(settings: Settings) -> Check:

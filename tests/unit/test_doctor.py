@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import psycopg
 from rich.console import Console
 
 from bicameral.config import Settings
@@ -46,3 +47,38 @@ async def test_doctor_says_why_the_run_tool_is_off_without_bubblewrap(tmp_path: 
     (line,) = [line for line in lines if "sandbox:" in line]
     assert line.startswith("– sandbox: the run tool is off: bubblewrap (bwrap) is not installed: run scripts/setup")
     assert ok  # the rest still works: the sandbox is not required
+
+
+async def test_with_postgresql_the_database_check_reads_that_server_and_never_migrates_it(tmp_path: Path,
+                                                                                          postgres_url: str) -> None:
+    from bicameral.store import open_database
+    from bicameral.store.db import known_version
+
+    settings = Settings.for_test(tmp_path, database_url=postgres_url)
+    ok, lines = await _doctor(settings)
+    (line,) = [line for line in lines if " database:" in line]
+    assert line.startswith("✓ database:") and "(PostgreSQL) at schema version 0" in line
+    assert f"the next start migrates it to {known_version()}" in line
+    assert not (tmp_path / "data" / "bicameral.db").exists() and not settings.db_path.exists()  # no SQLite made
+    password = postgres_url.split(":")[2].split("@")[0]
+    assert password not in "\n".join(lines)
+    with psycopg.connect(postgres_url) as conn:  # read only: not a table made
+        assert conn.execute("SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
+    db = open_database(postgres_url)  # a worker of a newer bicameral migrated it
+    try:
+        db.execute("UPDATE schema_version SET version = ?", (known_version() + 1,))
+    finally:
+        db.close()
+    ok, lines = await _doctor(settings)
+    (line,) = [line for line in lines if " database:" in line]
+    assert line.startswith("✗ database:") and f"newer than this bicameral knows ({known_version()})" in line
+    assert not ok
+
+
+async def test_with_a_wrong_postgresql_password_the_database_check_fails_without_showing_it(tmp_path: Path,
+                                                                                            postgres_url: str) -> None:
+    wrong = postgres_url.replace(postgres_url.split(":")[2].split("@")[0], "not-the-password-123")
+    ok, lines = await _doctor(Settings.for_test(tmp_path, database_url=wrong))
+    (line,) = [line for line in lines if " database:" in line]
+    assert line.startswith("✗ database:") and "not-the-password-123" not in "\n".join(lines)
+    assert not ok

@@ -196,6 +196,15 @@ class _BoolAsInteger(Int8Dumper):
         return b"1" if obj else b"0"
 
 
+def schema_version(url: str) -> int:
+    """The server's schema version (0 before the first start), read without migrating; DatabaseUnreachable when it
+    cannot be reached or logged in to."""
+    with _connect(url) as conn:
+        made = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
+        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone() if made and made[0] else None
+    return int(row[0] or 0) if row is not None else 0
+
+
 def _connect(url: str) -> psycopg.Connection[Any]:
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS, row_factory=_rows)
