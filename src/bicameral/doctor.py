@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -67,11 +68,14 @@ def live_check(settings: Settings, now: float | None = None) -> Check:
     where = settings.data_dir.resolve()
     if not is_running(settings.data_dir):
         return Check("live", False, f"no assistant is running on {where}")
-    beat = last_beat(settings.data_dir)
+    # Workers on several hosts share the data dir with PostgreSQL: this host's health is its own workers' beat.
+    host = socket.gethostname() if settings.database_url is not None else None
+    who = "an assistant" if host is None else f"a worker on this host ({host})"
+    beat = last_beat(settings.data_dir, host=host)
     if beat is None or now - beat > 3 * HEARTBEAT_SECONDS:
         since = "never" if beat is None else f"{now - beat:.0f} s ago"
-        return Check("live", False, f"an assistant holds {where} but its event loop has not turned ({since}): restart it")
-    return Check("live", True, "\n".join([f"an assistant is running on {where}", *_traffic(settings, now)]))
+        return Check("live", False, f"{who} holds {where} but its event loop has not turned ({since}): restart it")
+    return Check("live", True, "\n".join([f"{who} is running on {where}", *_traffic(settings, now)]))
 
 
 def _traffic(settings: Settings, now: float) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from pathlib import Path
 
@@ -104,7 +105,9 @@ class Running:
         self.nightly = NightlyBackups(settings, clock=clock)
         if nightly:  # of several workers, the serving one backs up
             self.nightly.start()
-        self._heart = asyncio.create_task(self._beat(settings.data_dir, clock), name="heartbeat")
+        # Workers share the data dir (PostgreSQL): each host beats a file of its own for its own health check.
+        host = socket.gethostname() if settings.database_url is not None else None
+        self._heart = asyncio.create_task(self._beat(settings.data_dir, clock, host), name="heartbeat")
 
     async def close(self) -> None:
         self._heart.cancel()
@@ -114,9 +117,11 @@ class Running:
         self._lock.release()
 
     @staticmethod
-    async def _beat(data_dir: Path, clock: Clock) -> None:
+    async def _beat(data_dir: Path, clock: Clock, host: str | None) -> None:
         while True:
             beat(data_dir, clock())
+            if host is not None:
+                beat(data_dir, clock(), host=host)
             await asyncio.sleep(HEARTBEAT_SECONDS)
 
 

@@ -12,18 +12,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bicameral.backup.lock import HEARTBEAT_NAME, LOCK_NAME, instance_id
+from bicameral.backup.lock import HEARTBEAT_NAME, HEARTBEATS_DIR, LOCK_NAME, instance_id
 from bicameral.backup.manifest import MANIFEST_NAME, BackupError, Entry, Manifest, copy_hashed, file_hash
 from bicameral.backup.pg_dump import DUMP_NAME, dump_database
 
 DB_NAME = "bicameral.db"
 RECORD_NAME = "last_backup.json"
 # Not backed up: the database's own files (its copy is made through SQLite), space held for it, logs, caches, the
-# Claude Code CLI's homes and captures (tokens among them), copies of files still to send, the lock, the heartbeat
+# Claude Code CLI's homes and captures (tokens among them), copies of files still to send, the lock, the heartbeats
 # and this record.
 SKIPPED = frozenset({
     DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", ".reserve", "logs", "cc_logs", "claude_code",
-    "outgoing", "plugins_tools.json", LOCK_NAME, HEARTBEAT_NAME, RECORD_NAME, DUMP_NAME,
+    "outgoing", "plugins_tools.json", LOCK_NAME, HEARTBEAT_NAME, HEARTBEATS_DIR, RECORD_NAME, DUMP_NAME,
 })
 NIGHTLY_PREFIX = "bicameral-"
 NIGHTLY_SUFFIX = ".tar.gz"

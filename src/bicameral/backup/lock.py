@@ -11,9 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bicameral.backup.manifest import BackupError
+from bicameral.folders import safe_name
 
 LOCK_NAME = "bicameral.lock"
 HEARTBEAT_NAME = "heartbeat"  # touched by the running app's event loop: a loop that hangs stops touching it
+HEARTBEATS_DIR = "heartbeats"  # workers sharing a data dir: one beat per host, so each host's health check is its own
 INSTANCE_NAME = "instance_id"  # made on the first start; a backup carries it, and restore compares it
 
 
@@ -89,21 +91,27 @@ def is_running(data_dir: Path) -> bool:
         return True
 
 
-def beat(data_dir: Path, now: float) -> None:
-    """The running app's event loop is turning: its heartbeat file says when it last did."""
-    path = data_dir / HEARTBEAT_NAME
+def beat(data_dir: Path, now: float, *, host: str | None = None) -> None:
+    """The running app's event loop is turning: its heartbeat file says when it last did (`host`: the one file of
+    this host's workers, when several hosts share the data dir)."""
+    path = _heartbeat(data_dir, host)
     try:
+        path.parent.mkdir(exist_ok=True)
         path.touch()
         os.utime(path, (now, now))
     except OSError:  # a full disk: the health check reads a stale beat, which is what the owner should see
         pass
 
 
-def last_beat(data_dir: Path) -> float | None:
+def last_beat(data_dir: Path, *, host: str | None = None) -> float | None:
     try:
-        return (data_dir / HEARTBEAT_NAME).stat().st_mtime
+        return _heartbeat(data_dir, host).stat().st_mtime
     except OSError:
         return None
+
+
+def _heartbeat(data_dir: Path, host: str | None) -> Path:
+    return data_dir / HEARTBEAT_NAME if host is None else data_dir / HEARTBEATS_DIR / safe_name(host, "host")
 
 
 def instance_id(data_dir: Path, *, create: bool = True) -> str | None:
