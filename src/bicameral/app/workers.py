@@ -24,7 +24,7 @@ from bicameral.store.wakeups import listen_for_work
 from bicameral.tasks.store import OPEN_STATES
 from bicameral.turns.lanes import Conversation
 from bicameral.turns.sharing import LocalWork, SharedTurns, SharingConfig
-from bicameral.turns.turn import TurnHandler
+from bicameral.turns.turn import KeepsChats, TurnHandler
 from bicameral.types import Clock
 
 
@@ -70,7 +70,12 @@ def local_work(
         await console.resume_if_resumed()
         await caps.reread()
 
-    return LocalWork(intake=intake, busy=busy, drop=drop, resume=resume, held_rows=outbox.held_rows, tick=tick)
+    async def release(chat: str) -> None:  # another worker may answer the chat next: nothing of it may go stale here
+        if isinstance(handler, KeepsChats):
+            await handler.release(chat)
+
+    return LocalWork(intake=intake, busy=busy, drop=drop, resume=resume, held_rows=outbox.held_rows, tick=tick,
+                     release=release)
 
 
 def dispatcher(sharing: SharedTurns, router: ActionRouter) -> Callable[[Inbound], Awaitable[None]]:

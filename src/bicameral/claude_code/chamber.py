@@ -150,6 +150,14 @@ class ClaudeCodeChamber:
         if worker is not None:
             self._in_background(worker.stop())
 
+    async def release(self, chat: str) -> None:
+        """Another worker may answer the chat next (several workers): its process stops, as a live one would not know
+        those turns; the session stays stored, and a turn here later resumes the latest one from the kv store."""
+        worker = self._workers.pop(chat, None)
+        if worker is not None:
+            log.info("%s: stopping its executor, this worker no longer holds the chat (the session is kept)", chat)
+            await worker.stop()
+
     async def interrupt(self, chat: str, by: Authority | None = None) -> bool:
         """`/stop`: the cancelled turn already asked its CLI to stop; make sure a settling one is told too.
 

@@ -47,6 +47,7 @@ class LocalWork:
     resume: Callable[[str], Awaitable[int]]  # restart the chat's open tasks from their checkpoints
     held_rows: Callable[[str], set[int]]  # the chat's inbound rows whose answer waits in the outbox: answered already
     tick: Callable[[], Awaitable[None]]  # now and then: what waits here for a change another worker made (a /resume)
+    release: Callable[[str], Awaitable[None]]  # the chat was let go or dropped: what is kept of it here ends
 
 
 class SharedTurns:
@@ -116,7 +117,7 @@ class SharedTurns:
         while not self._stopping:
             self._wake.clear()
             try:
-                self._let_go_of_idle()
+                await self._let_go_of_idle()
                 if self._clock() >= next_tick:
                     assert self._work is not None
                     await self._work.tick()
@@ -163,14 +164,24 @@ class SharedTurns:
             except Exception:
                 log.exception("shared turns: message %s of %s could not be taken in", inbound.row_id, lease.chat)
 
-    def _let_go_of_idle(self) -> None:
+    async def _let_go_of_idle(self) -> None:
         """Chats with no work left here are let go, so any worker may take their next message."""
         assert self._work is not None
         idle = [lease for chat, lease in self._held.items() if not self._work.busy(chat)]
+        for lease in idle:
+            await self._released(lease.chat)  # first: no other worker resumes the chat while this one keeps it live
         self._leases.release(idle)
         for lease in idle:
             del self._held[lease.chat]
             self._seen.pop(lease.chat, None)
+
+    async def _released(self, chat: str) -> None:
+        """What this worker keeps of a chat it no longer holds ends (its next turn may run anywhere)."""
+        assert self._work is not None
+        try:
+            await self._work.release(chat)
+        except Exception:
+            log.exception("shared turns: releasing %s here failed", chat)
 
     async def _renew(self) -> None:
         """Renew the leases of chats with work here; stop what a lost lease covered."""
@@ -190,4 +201,5 @@ class SharedTurns:
             self._lost[chat] = lease
             self._seen.pop(chat, None)
             await self._work.drop(chat)
+            await self._released(chat)
             self._lost.pop(chat, None)  # its late work is stopped: what this worker sends the chat now (a reminder) goes

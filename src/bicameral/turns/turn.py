@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bicameral.events import Action, ActionResult, Authority, Inbound, Role
 from bicameral.sandbox.artifacts import SendLimits
@@ -107,3 +107,12 @@ class TurnHandler(Protocol):
 
         `by` is a group member's own /stop: only work their words caused stops. None: everything (the owner, an admin).
         """
+
+
+@runtime_checkable
+class KeepsChats(Protocol):
+    """A handler that keeps something of a chat between its turns (a live CLI process) that goes stale once another
+    worker answers the chat; with several workers, told when this one stops holding it."""
+
+    async def release(self, chat: str) -> None:
+        """This worker no longer holds the chat: end what it keeps of it here; what is stored stays for the next turn."""
