@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from tests.conftest import OWNER
@@ -139,3 +140,22 @@ async def test_a_later_reply_waits_behind_an_earlier_one_still_being_retried(tel
     telegram.user_sends(OWNER, "second question")
     await telegram.await_sent(OWNER, 2, timeout=30)
     assert _texts(telegram) == ["first answer", "second answer"]
+
+
+async def test_a_send_under_way_at_shutdown_ends_before_the_channel_closes_and_is_not_sent_again(
+    telegram, models, start_bot
+):
+    models.script(Reply(text="just in time"))
+    held = telegram.hold("sendMessage", OWNER)  # a slow Telegram: the reply is on the wire when the stop comes
+    app = await start_bot(**QUICK)
+    telegram.user_sends(OWNER, "hello")
+    await eventually(lambda: telegram.calls_to("sendMessage"), "the reply's request at Telegram", timeout=20)
+    stopping = asyncio.create_task(app.stop())
+    # The outbox stops first and waits for what it has on the wire; only then do the channels close.
+    await eventually(lambda: app.outbox.stopped, "the outbox stopping", timeout=20)
+    held.set()
+    await stopping
+    assert [c.status for c in telegram.calls_to("sendMessage")] == [200]
+    again = await start_bot(**QUICK)
+    assert again.stores.outbox.pending() == []  # recorded as sent: the next start sends nothing
+    await _prove_nothing_else_arrives(telegram, models, 1)

@@ -337,6 +337,8 @@ class App:
             await dashboard.stop()
         if self._finishing is not None:
             self._finishing.cancel()
+        if hasattr(self, "outbox"):
+            await self.outbox.stop()  # before the channels: sends under way end, not cut (cut, they would go twice)
         for channel in self.channels:
             try:
                 await channel.stop()
@@ -356,8 +358,6 @@ class App:
             await self.media.aclose()
         if hasattr(self, "registry"):
             await self.registry.aclose()
-        if hasattr(self, "outbox"):
-            await self.outbox.stop()
         if hasattr(self, "models"):
             await self.models.aclose()
         if hasattr(self, "held"):

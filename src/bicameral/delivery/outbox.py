@@ -78,6 +78,7 @@ class Outbox:
         self._settled = asyncio.Event()  # set whenever a message is sent or given up
         self._loop: asyncio.Task[None] | None = None
         self._in_flight: set[asyncio.Future[ActionResult]] = set()  # attempts under way, finished even if their caller is not
+        self.stopped = False
 
     async def start(self) -> None:
         """Begin delivering, starting with whatever a previous process left unsent."""
@@ -88,7 +89,9 @@ class Outbox:
         self._wake.set()
 
     async def stop(self) -> None:
-        """Stop delivering; unsent messages stay recorded for the next start."""
+        """Stop delivering, before the channels close: attempts under way end first (a request cut after the platform
+        took the message would be sent again), none starts after; unsent messages stay recorded for the next start."""
+        self.stopped = True
         tasks = [t for t in (self._loop, *self._drains.values()) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
@@ -189,6 +192,8 @@ class Outbox:
         """One attempt, carried to its end even when its caller is cancelled (a turn stopped, the app stopping): a
         request cut after the platform took the message would leave it unrecorded, and the next attempt sends it
         again. `stop` waits for the attempts under way."""
+        if self.stopped:  # the channels close next: it is left for the next start (or another worker) to send
+            return _QUEUED
         attempt = asyncio.ensure_future(self._attempt_once(entry))
         self._in_flight.add(attempt)
         attempt.add_done_callback(self._in_flight.discard)
