@@ -21,6 +21,7 @@ from tests.e2e.test_process import BotProcess, sent_texts
 from tests.e2e.test_workers import inbound, procs, relays, serving, standing_by, workers  # noqa: F401 (fixtures)
 from tests.fakes.model_server import Reply, ToolCall
 from tests.support.chat import eventually_blocking, quiet_for_blocking
+from tests.support.together import answered_together
 
 pytestmark = pytest.mark.slow
 
@@ -66,16 +67,7 @@ def shared(tmp_path, workers):  # noqa: F811 (the fixture above)
 def test_both_workers_answer_chats_at_once_and_each_message_once(telegram, models, shared, postgres_url):
     # Each worker runs at most two turns at once; the model answers only once four requests wait together, which
     # happens only if both workers run turns at the same time.
-    together = threading.Event()
-    waiting = []
-
-    async def respond(req):
-        waiting.append(req)
-        if len(waiting) >= 4:
-            together.set()
-        await asyncio.to_thread(together.wait, 120)
-        return Reply(text="answered")
-
+    respond, together = answered_together(4)
     models.responder(respond)
     pool = shared(2, BICAMERAL_MAX_CONCURRENT_TURNS=2)
     chats = list(range(5001, 5007))

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 
 import pytest
 
 from bench.harness import open_access
 from tests.e2e.test_process import BotProcess
 from tests.e2e.test_workers import procs, relays, serving, standing_by, workers  # noqa: F401 (fixtures)
-from tests.fakes.model_server import Reply
+from tests.support.together import answered_together
 
 TAKEN = re.compile(r"chat (matrix:\S+) taken by this worker")
 
@@ -30,16 +29,7 @@ async def test_the_worker_that_does_not_sync_answers_the_matrix_dm_it_takes(
 ):
     # Each worker runs one turn at a time, and the model answers only once two requests wait together: two DMs are
     # answered only if each worker takes one, so the worker that does not sync must answer on Matrix itself.
-    together = threading.Event()
-    waiting = []
-
-    async def respond(request):
-        waiting.append(request)
-        if len(waiting) >= 2:
-            together.set()
-        await asyncio.to_thread(together.wait, 120)
-        return Reply(text="answered")
-
+    respond, together = answered_together(2)
     models.responder(respond)
     bot, ann, bob = matrix_user("bot", "Archie"), human("ann"), human("bob")
     open_access(tmp_path / "data")
