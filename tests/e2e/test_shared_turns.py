@@ -12,6 +12,7 @@ import re
 import signal
 import threading
 
+import psycopg
 import pytest
 
 from bench.harness import open_access
@@ -162,3 +163,34 @@ def test_a_killed_workers_task_is_resumed_by_another_from_its_checkpoint_and_del
     assert resumed.tool_results(), "the resumed run starts from the checkpoint, with the finished tool step"
     quiet_for_blocking(1.0, "a second result, were one coming, would be here by now")
     assert len(sent_texts(telegram)) == 2
+
+
+def test_a_killed_workers_unsent_parts_go_out_from_the_worker_that_takes_its_chat(telegram, models, shared, postgres_url):
+    # Two parts, the second after a typing pause of a few seconds; both are recorded (and claimed for a minute by the
+    # worker that recorded them) before the first goes out.
+    long_reply = "\n\n".join(f"Part {i}: " + ("the findings in some detail, " * 12).strip() for i in range(3))
+    models.responder(lambda req: Reply(text=long_reply))
+    pool = shared(2, BICAMERAL_DELIVERY_PAUSE_SCALE=1)
+    telegram.user_sends(OWNER, "tell me everything")
+    # Killed once the first part is out and recorded so (killed before that, it would be sent again: Telegram has no
+    # idempotency key), while the second waits out its pause.
+    eventually_blocking(lambda: outbox_states(postgres_url) == ["sent", "pending"], "the first part recorded as sent",
+                        timeout=60)
+    # The worker that ran the turn (another may take and let go of the idle chat meanwhile, with nothing to do).
+    taker = eventually_blocking(lambda: next((w for w in pool if "[TX] telegram:" in w.output()), None),
+                                "the worker that sent the first part")
+    taker.kill()
+    assert outbox_states(postgres_url) == ["sent", "pending"], "the second part left before the kill"
+    # A worker renews its claims while it lives, each for a lease (3 s here): the dead worker's claim on the unsent part
+    # lapses a lease after the part fell due, and the other worker sends it (not a minute after it was recorded).
+    eventually_blocking(lambda: len(sent_texts(telegram)) == 2, "the second part, from the other worker", timeout=45)
+    assert [text.split(":")[0] for text in sent_texts(telegram)] == ["Part 0", "Part 2"]
+    eventually_blocking(lambda: inbound(postgres_url) == [("tell me everything", "consumed")], "the message consumed")
+    assert len(models.requests) == 1  # delivered from the outbox, not asked again
+    quiet_for_blocking(1.0, "a second copy, were one coming, would be here by now")
+    assert len(sent_texts(telegram)) == 2
+
+
+def outbox_states(url: str) -> list[str]:
+    with psycopg.connect(url, connect_timeout=10) as conn:
+        return [str(state) for (state,) in conn.execute("SELECT state FROM outbox ORDER BY id").fetchall()]

@@ -151,6 +151,26 @@ def test_one_of_several_racing_workers_claims_an_entry_and_another_only_once_the
             db.close()
 
 
+def test_a_living_worker_keeps_its_claims_and_a_dead_ones_lapse_a_claim_after_its_last_renewal(
+    database_location: Path | str,
+) -> None:
+    db = open_database(database_location)
+    try:
+        store = OutboxStore(db)
+        alive, dead = Claim("alive", 30.0), Claim("dead", 30.0)
+        [kept] = store.add([SendText(chat=CHAT, text="kept")], [1000.0], claim=alive)
+        [left] = store.add([SendText(chat="telegram:2", text="left")], [1000.0], claim=dead)
+        [later] = store.add([SendText(chat="telegram:3", text="due later")], [1100.0], claim=alive)  # until 1130
+        assert store.renew_claims(alive, now=1020.0) == 1  # 1030 → 1050; the later one keeps its 1130
+        assert store.renew_claims(alive, now=1040.0) == 1  # → 1070: nobody else takes it while "alive" lives
+        rival = Claim("rival", 30.0)
+        assert not store.claim(kept.id, rival, now=1060.0)
+        assert store.claim(left.id, rival, now=1060.0)  # not renewed since 1000: lapsed at 1030
+        assert not store.claim(later.id, rival, now=1120.0)  # due later: still covered, never shortened
+    finally:
+        db.close()
+
+
 async def test_a_dead_recorders_entry_goes_out_from_another_worker_once_its_claim_lapsed(
     two_databases: tuple[SqlDatabase, SqlDatabase],
 ) -> None:
@@ -187,6 +207,26 @@ async def test_a_dead_recorders_entry_goes_out_from_another_worker_once_its_clai
     # B never held the original: it sends the stored, redacted text, as a restart would.
     assert delivered[1] == ("b", CHAT, "the password is [redacted]")
     assert store_b.pending() == [] and store_b.state_of(left.id) == SENT
+
+
+async def test_an_idle_worker_sends_what_a_dead_one_left_once_its_claim_lapsed(
+    two_databases: tuple[SqlDatabase, SqlDatabase],
+) -> None:
+    db_a, db_b = two_databases
+    now = [1000.0]
+    delivered: list[tuple[str, str, str]] = []
+    b = Outbox(OutboxStore(db_b), _router(_Channel("b", delivered)), worker="b", claim_seconds=30.0,
+               clock=lambda: now[0])
+    await b.start()  # nothing to send: its loop waits to be woken
+    try:
+        await _settle_loop()
+        # Meanwhile A recorded an answer and died before sending it; nothing of B's own wakes B's loop.
+        OutboxStore(db_a).add([SendText(chat=CHAT, text="left by a")], [1000.0], claim=Claim("a", 30.0))
+        now[0] = 1031.0  # A's claim lapsed at 1030
+        b.renew_claims()  # the shared turns' tick, every third of a lease
+        await eventually(lambda: delivered == [("b", CHAT, "left by a")], "the dead worker's answer sent by B")
+    finally:
+        await b.stop()
 
 
 async def test_a_worker_that_lost_the_chat_records_nothing_and_answers_nothing(

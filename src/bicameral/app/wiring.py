@@ -140,6 +140,7 @@ class App:
             release=functools.partial(discard, settings.data_dir),
             worker=self.sharing.worker if self.sharing is not None else None,
             fence=self.sharing.fence if self.sharing is not None else None,
+            claim_seconds=settings.chat_lease_seconds,  # renewed while the worker lives (a third of it at a time)
         )
         if not self.helper:
             prune_outgoing(settings, self.stores, self.tasks, self._clock())

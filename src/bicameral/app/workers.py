@@ -66,9 +66,10 @@ def local_work(
     async def resume(chat: str) -> int:
         return await bus.resume_open(chat) if bus is not None else 0
 
-    async def tick() -> None:  # what other workers changed: the pause, the day's spending, the owner's allowances
+    async def tick() -> None:  # what other workers changed (the pause, spending, allowances); this one's claims
         await console.resume_if_resumed()
         await caps.reread()
+        outbox.renew_claims()
 
     async def release(chat: str) -> None:  # another worker may answer the chat next: nothing of it may go stale here
         if isinstance(handler, KeepsChats):

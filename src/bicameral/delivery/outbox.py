@@ -41,8 +41,9 @@ class Outbox:
     progress note), which is stale a moment later.
 
     Several processes may run an Outbox over one table, each with its own `worker` id: an entry is claimed in one
-    statement before each attempt and stays its claimer's for `claim_seconds` past its due time, so one worker at a
-    time attempts it and a dead recorder's entries go out from another worker once their claim lapses. `fence`
+    statement before each attempt and stays its claimer's for `claim_seconds` past its due time, renewed while the
+    claimer lives (`renew_claims`), so one worker at a time attempts it and a dead recorder's entries go out from
+    another worker once their claim lapses. `fence`
     (checked inside the transaction that records a result or settles a turn) drops the late results of a worker that
     lost the chat. Without a worker id (one process) there are no claims and no extra statements.
     """
@@ -178,6 +179,14 @@ class Outbox:
         """A turn ended: its inbound messages count as answered once its last message is out (unless fenced off)."""
         if self._store.settle(turn, row_ids, chat=chat, fence=self._fence):
             log.info("turn %s is answered once its last message is delivered", turn)
+
+    def renew_claims(self) -> None:
+        """With several workers, called now and then (more often than the claim's length): this worker lives, so the
+        entries it claimed stay its own; and the table is looked at again, since nothing else wakes an idle loop for
+        the entries a dead worker left, which are this one's to send once their claims lapse."""
+        if self._claim is not None:
+            self._store.renew_claims(self._claim, self._clock())
+            self.wake()
 
     def held_rows(self, chat: str | None = None) -> set[int]:
         """Inbound rows (of one chat, or all) whose answer waits in the outbox: they must not be answered again."""

@@ -232,6 +232,15 @@ class OutboxStore:
         """Forget entries sent or given up before `before` (the messages table keeps what was said); how many."""
         return self._db.execute(f"DELETE FROM outbox WHERE NOT {_IS_PENDING} AND finished_at < ?", (before,)).rowcount
 
+    def renew_claims(self, claim: Claim, now: float) -> int:
+        """The worker is alive: its unsent entries stay its own for the claim's length from now (none is shortened);
+        a dead worker's lapse within that length, and another worker sends them."""
+        until = now + claim.seconds
+        return self._db.execute(
+            f"UPDATE outbox SET claimed_until = ? WHERE worker = ? AND {_IS_PENDING} AND claimed_until < ?",
+            (until, claim.worker, until),
+        ).rowcount
+
     def let_go(self, worker: str) -> int:
         """A worker stopping cleanly: its unsent entries are anyone's at once (not after their claim); how many."""
         return self._db.execute(

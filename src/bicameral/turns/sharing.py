@@ -46,7 +46,7 @@ class LocalWork:
     drop: Callable[[str], Awaitable[None]]  # stop the chat's work here without answering (the lease was lost)
     resume: Callable[[str], Awaitable[int]]  # restart the chat's open tasks from their checkpoints
     held_rows: Callable[[str], set[int]]  # the chat's inbound rows whose answer waits in the outbox: answered already
-    tick: Callable[[], Awaitable[None]]  # now and then: what waits here for a change another worker made (a /resume)
+    tick: Callable[[], Awaitable[None]]  # now and then: changes another worker made (a /resume); this one's claims kept
     release: Callable[[str], Awaitable[None]]  # the chat was let go or dropped: what is kept of it here ends
 
 
