@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,3 +308,23 @@ async def test_a_single_process_claims_nothing(tmp_path: Path) -> None:
     assert writes and not [sql for sql in writes if "claimed_until" in sql or "worker" in sql]
     assert [tuple(row) for row in db.query("SELECT worker, claimed_until FROM outbox")] == [(None, None)]
     db.close()
+
+
+async def test_a_stop_that_comes_with_a_wake_up_still_ends_the_loop(tmp_path: Path) -> None:
+    # Python 3.11's wait_for returns the wake-up and drops a cancel that comes at the same moment: the loop must end
+    # all the same, or `stop` (and the app's) waits for ever.
+    db = open_database(tmp_path / "bicameral.db")
+    try:
+        store = OutboxStore(db)
+        store.add([SendText(chat=CHAT, text="later")], [time.time() + 600])
+        outbox = Outbox(store, _router(_Channel("a", [])))
+        await outbox.start()
+        await _settle_loop()  # the loop waits until the message falls due, or a wake-up
+        outbox.wake()
+        stopping = asyncio.ensure_future(outbox.stop())
+        _, waiting = await asyncio.wait({stopping}, timeout=10)  # not wait_for: `stop` must end on its own
+        for task in waiting:
+            task.cancel()
+        assert not waiting, "the outbox's loop did not end: stop waited on it"
+    finally:
+        db.close()

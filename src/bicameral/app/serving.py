@@ -139,7 +139,8 @@ async def _watch(lock: ServingLock, lock_call: _OwnThread, on_lost: Callable[[],
     while True:
         await asyncio.sleep(CHECK_SECONDS)
         try:
-            alive = await asyncio.wait_for(lock_call(lock.alive), CHECK_TIMEOUT_SECONDS)
+            async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):  # not wait_for: on 3.11 it may drop the stop's cancel
+                alive = await lock_call(lock.alive)
         except TimeoutError:
             alive = False
         if not alive:

@@ -257,7 +257,9 @@ class Outbox:
             log.warning("could not delete the sent copy %s", action.path, exc_info=True)
 
     async def _run(self) -> None:
-        while True:
+        # Ended by `stop`'s cancel, and by its flag too. (Python 3.11's wait_for dropped a cancel that came as the
+        # wake-up did, and the loop then waited for ever with `stop` waiting on it; asyncio.timeout does not.)
+        while not self.stopped:
             self._wake.clear()
             try:
                 wait = self._dispatch()
@@ -266,7 +268,8 @@ class Outbox:
                 wait = self._retry_base
             if wait is None or wait > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
 
     def _dispatch(self) -> float | None:
         """Start draining every chat whose first message is due; seconds until the next one falls due."""

@@ -161,7 +161,8 @@ class MatrixChannel:
                 wait = JOIN_RETRY_MS if self._rooms.pending_joins else self._config.sync_timeout_ms
                 sync = self._client.sync(timeout=0 if first else min(wait, self._config.sync_timeout_ms),
                                          since=self._since, full_state=first, set_presence="offline")
-                response = await asyncio.wait_for(sync, self._config.sync_timeout_ms / 1000 + SYNC_GRACE_SECONDS)
+                async with asyncio.timeout(self._config.sync_timeout_ms / 1000 + SYNC_GRACE_SECONDS):  # not wait_for:
+                    response = await sync  # on 3.11 it may drop the cancel of `stop` that comes as a sync ends
             except Exception as exc:  # a timeout, a refused connection, a body that is not JSON (a 500 page)
                 delay = backoff.next()
                 log.warning("matrix sync failed (%s); retrying in %.0fs", self._redact(f"{type(exc).__name__}: {exc}"), delay)
